@@ -1,0 +1,1 @@
+"""The BNG control plane (P4Runtime controller)."""

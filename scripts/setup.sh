@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Installs and builds everything the project needs on Debian 12, as root:
+# apt packages, DPDK's internal pipeline headers (Debian source package of the
+# installed DPDK), the Python venvs, and libbsw. Idempotent: a second run only
+# checks. Used by `make setup`, hence by the README's commands and CI.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+log() { printf '[setup] %s\n' "$*"; }
+
+[ "$(id -u)" = 0 ] || { echo "setup must run as root (apt, namespaces, veth)" >&2; exit 1; }
+
+APT_PKGS=(dpdk libdpdk-dev pkg-config gcc make libpcap-dev iproute2 ethtool tcpdump python3 python3-venv python3-pip xz-utils ca-certificates)
+missing=()
+for p in "${APT_PKGS[@]}"; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p"); done
+if [ ${#missing[@]} -gt 0 ]; then
+  log "apt: installing ${missing[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+# DPDK's generated pipeline C needs rte_swx_pipeline_internal.h and
+# rte_swx_pipeline_spec.h, which only the source package has: fetch the
+# source of exactly the installed version.
+DPDK_VER=$(dpkg-query -W -f='${Version}' libdpdk-dev)
+SRC_DIR=targets/dpdk/build/dpdk-src
+if [ ! -f "$SRC_DIR/lib/pipeline/rte_swx_pipeline_internal.h" ] || [ "$(cat "$SRC_DIR/.version" 2>/dev/null)" != "$DPDK_VER" ]; then
+  log "DPDK $DPDK_VER: fetching its source package for the pipeline headers"
+  if ! grep -rqs '^Types:.*deb-src\|^deb-src' /etc/apt/sources.list /etc/apt/sources.list.d/; then
+    cat > /etc/apt/sources.list.d/bng-deb-src.sources <<'SRC'
+Types: deb-src
+URIs: http://deb.debian.org/debian
+Suites: bookworm bookworm-updates
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+
+Types: deb-src
+URIs: http://deb.debian.org/debian-security
+Suites: bookworm-security
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+SRC
+    apt-get update -qq
+  fi
+  tmp=$(mktemp -d)
+  (cd "$tmp" && apt-get source --download-only -qq "dpdk=$DPDK_VER" >/dev/null 2>&1)
+  orig=$(ls "$tmp"/dpdk_*.orig.tar.* | head -1)
+  rm -rf "$SRC_DIR" && mkdir -p "$SRC_DIR"
+  tar -xf "$orig" -C "$SRC_DIR" --strip-components=1 --wildcards '*/lib/pipeline/*' '*/VERSION'
+  echo "$DPDK_VER" > "$SRC_DIR/.version"
+  rm -rf "$tmp"
+fi
+
+log "building libbsw"
+make -s -C targets/dpdk
+
+if [ ! -x .venv/bin/python ]; then
+  log "python venv .venv"
+  python3 -m venv .venv
+fi
+if ! .venv/bin/python -c "import bng_switch, p4.v1.p4runtime_pb2, grpc, scapy, pytest" 2>/dev/null; then
+  log "pip: project and test dependencies"
+  .venv/bin/pip install -q --upgrade pip
+  .venv/bin/pip install -q -e ".[test]"
+fi
+.venv/bin/python scripts/modernize_p4runtime_pb2.py >/dev/null
+
+# p4runtime-shell pins protobuf < 3.21: it gets its own venv, as users run it.
+if ! .venv-shell/bin/python -c "import p4runtime_sh.shell" 2>/dev/null; then
+  log "python venv .venv-shell (p4runtime-shell)"
+  python3 -m venv .venv-shell
+  .venv-shell/bin/pip install -q p4runtime-shell==0.0.6
+fi
+log "ready"

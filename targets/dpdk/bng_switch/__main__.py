@@ -1,0 +1,56 @@
+"""bng-switch: the DPDK SWX switch with its P4Runtime server.
+
+    python -m bng_switch --config configs/switch/lab-access.yaml
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+
+from . import switch_config
+from .device import Device, prepare
+from .p4runtime_service import serve
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="bng-switch", description=__doc__.splitlines()[0])
+    ap.add_argument("--config", required=True, help="switch YAML config")
+    ap.add_argument("--grpc", help="override the gRPC listen address")
+    ap.add_argument("--p4info", help="load this P4Info (text) at start, with --device-config")
+    ap.add_argument("--device-config", help="device config bundle (or .spec) to load at start")
+    ap.add_argument("--log-level", default="INFO")
+    args = ap.parse_args(argv)
+    logging.basicConfig(level=args.log_level, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    log = logging.getLogger("bng_switch")
+
+    cfg = switch_config.load(args.config)
+    if args.grpc:
+        cfg.grpc_address = args.grpc
+    device = Device(cfg)
+    device.start()
+    if args.p4info and args.device_config:
+        from google.protobuf import text_format
+        from p4.config.v1 import p4info_pb2
+        p4info = text_format.Parse(open(args.p4info).read(), p4info_pb2.P4Info())
+        device.commit(prepare(p4info, open(args.device_config, "rb").read()))
+        log.info("pipeline loaded from %s", args.device_config)
+    server, service = serve(device, cfg.grpc_address)
+    log.info("P4Runtime server on %s, device id %d", cfg.grpc_address, cfg.device_id)
+    print(f"bng-switch ready on {cfg.grpc_address}", flush=True)
+
+    done = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: done.set())
+    done.wait()
+    log.info("stopping: closing P4Runtime, flushing ports")
+    server.stop(grace=1).wait()
+    service.stop()
+    device.shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,105 @@
+"""P4Runtime client arbitration (spec section 5): primary and backup clients.
+
+Per role, the connected client with the highest election id is the primary.
+Only the primary may write, set the pipeline or send packets; every client
+of the role hears when the primary changes. Pure bookkeeping, no I/O: the
+service gives it events and sends what it returns.
+"""
+from __future__ import annotations
+
+import itertools
+import queue
+import threading
+from dataclasses import dataclass, field
+
+import grpc
+
+_ids = itertools.count(1)
+
+
+@dataclass(eq=False)
+class Client:
+    """One open StreamChannel."""
+    queue: "queue.Queue"
+    id: int = field(default_factory=lambda: next(_ids))
+    role: str = ""
+    election_id: tuple[int, int] | None = None  # (high, low)
+
+
+class ArbitrationError(Exception):
+    def __init__(self, code: grpc.StatusCode, message: str):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class Arbitration:
+    def __init__(self, device_id: int):
+        self.device_id = device_id
+        self._lock = threading.Lock()
+        self._clients: set[Client] = set()
+
+    def _role_clients(self, role: str) -> list[Client]:
+        return [c for c in self._clients if c.role == role and c.election_id is not None]
+
+    def primary(self, role: str = "") -> Client | None:
+        with self._lock:
+            return self._primary(role)
+
+    def _primary(self, role: str) -> Client | None:
+        cands = self._role_clients(role)
+        return max(cands, key=lambda c: c.election_id) if cands else None
+
+    def update(self, client: Client, device_id: int, role: str, election_id: tuple[int, int]) -> list[Client]:
+        """A MasterArbitrationUpdate from client; returns the clients to notify."""
+        if device_id != self.device_id:
+            raise ArbitrationError(grpc.StatusCode.NOT_FOUND, f"unknown device id {device_id}")
+        with self._lock:
+            if client.election_id is not None and client.role != role:
+                raise ArbitrationError(grpc.StatusCode.INVALID_ARGUMENT, "a stream cannot change its role")
+            for other in self._role_clients(role):
+                if other is not client and other.election_id == election_id:
+                    raise ArbitrationError(grpc.StatusCode.INVALID_ARGUMENT,
+                                           f"election id {election_id} is used by another client of this role")
+            before = self._primary(role)
+            client.role, client.election_id = role, election_id
+            self._clients.add(client)
+            after = self._primary(role)
+            # The sender always gets an answer; everyone else only when the
+            # primary changed.
+            if before is not after:
+                return self._role_clients(role)
+            return [client]
+
+    def remove(self, client: Client) -> list[Client]:
+        with self._lock:
+            if client not in self._clients:
+                return []
+            before = self._primary(client.role)
+            self._clients.discard(client)
+            after = self._primary(client.role)
+            return self._role_clients(client.role) if before is not after else []
+
+    def status_for(self, client: Client) -> tuple[grpc.StatusCode, str]:
+        with self._lock:
+            p = self._primary(client.role)
+        if p is client:
+            return grpc.StatusCode.OK, "primary"
+        if p is None:
+            return grpc.StatusCode.NOT_FOUND, "no primary"
+        return grpc.StatusCode.ALREADY_EXISTS, "backup: a client with a higher election id is primary"
+
+    def highest_election_id(self, role: str) -> tuple[int, int] | None:
+        with self._lock:
+            p = self._primary(role)
+            return p.election_id if p else None
+
+    def check_primary(self, device_id: int, role: str, election_id: tuple[int, int]) -> None:
+        """Raise unless this election id is the role's primary (Write, SetPipeline)."""
+        if device_id != self.device_id:
+            raise ArbitrationError(grpc.StatusCode.NOT_FOUND, f"unknown device id {device_id}")
+        with self._lock:
+            p = self._primary(role)
+            if p is None or p.election_id != election_id:
+                raise ArbitrationError(grpc.StatusCode.PERMISSION_DENIED,
+                                       f"election id {election_id} is not the primary of role '{role}'")

@@ -1,0 +1,211 @@
+"""The switch device: DPDK resources, the running pipeline, and its state.
+
+One Device per process. It owns the ports (they outlive pipeline changes),
+builds the pipeline from a P4Runtime pipeline config, and serialises every
+change to the data plane through one lock, so the P4Runtime service can be
+multi-threaded without the pipeline ever seeing two writers.
+"""
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import json
+import logging
+import os
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from p4.config.v1 import p4info_pb2
+
+from . import libbsw, swx_spec
+from .pipeline_map import PipelineMap
+from .switch_config import MEMPOOL, SwitchConfig, cpu_ring, cpu_ring_prefix
+from .table_store import TableStore
+
+log = logging.getLogger("bng_switch.device")
+
+DEVICE_CONFIG_FORMAT = "bng-swx-device-config/1"
+
+
+class DeviceConfigError(ValueError):
+    pass
+
+
+@dataclass
+class PipelineConfig:
+    """What SetForwardingPipelineConfig carries: P4Info + our device config."""
+    p4info: p4info_pb2.P4Info
+    device_config: bytes
+    cookie: int
+    spec_text: str
+    context: dict | None
+    spec: swx_spec.Spec
+    pmap: PipelineMap
+
+    @property
+    def digest(self) -> str:
+        return hashlib.sha256(self.spec_text.encode() + self.p4info.SerializeToString(deterministic=True)).hexdigest()
+
+
+def decode_device_config(data: bytes) -> tuple[str, dict | None]:
+    """The device config is a JSON bundle {format, spec, context} made by
+    `make p4`; a bare .spec text is accepted too (names then map by suffix)."""
+    text = data.decode("utf-8", errors="strict") if data else ""
+    if not text.strip():
+        raise DeviceConfigError("empty p4_device_config: expected a bng-swx device config bundle or a .spec")
+    if text.lstrip().startswith("{"):
+        try:
+            bundle = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise DeviceConfigError(f"device config is not valid JSON: {e}") from e
+        if bundle.get("format") != DEVICE_CONFIG_FORMAT:
+            raise DeviceConfigError(f"device config format {bundle.get('format')!r}, expected {DEVICE_CONFIG_FORMAT}")
+        return bundle["spec"], bundle.get("context")
+    return text, None
+
+
+def encode_device_config(spec_text: str, context: dict | None) -> bytes:
+    return json.dumps({"format": DEVICE_CONFIG_FORMAT, "spec": spec_text, "context": context},
+                      sort_keys=True).encode()
+
+
+def prepare(p4info: p4info_pb2.P4Info, device_config: bytes, cookie: int = 0) -> PipelineConfig:
+    """Check a pipeline config without touching the data plane (VERIFY)."""
+    spec_text, context = decode_device_config(device_config)
+    spec = swx_spec.parse(spec_text)
+    pmap = PipelineMap(p4info, spec, context)
+    return PipelineConfig(p4info, device_config, cookie, spec_text, context, spec, pmap)
+
+
+class Device:
+    def __init__(self, config: SwitchConfig, library: libbsw.Library | None = None):
+        self.config = config
+        self.lib = library or libbsw.Library()
+        self.lock = threading.RLock()
+        self.pipeline: libbsw.Pipeline | None = None
+        self.current: PipelineConfig | None = None
+        self.saved: PipelineConfig | None = None
+        self.store: TableStore | None = None
+        self.meter_configs: dict[tuple[int, int], object] = {}
+        self._packet_out_lock = threading.Lock()
+        # Held by the packet-in reader while it is inside the library, and
+        # by commit while it frees a pipeline.
+        self._packet_in_lock = threading.Lock()
+        self._eal_up = False
+
+    # ---- start-up ----
+    def start(self) -> None:
+        cfg = self.config
+        Path(cfg.work_dir).mkdir(parents=True, exist_ok=True)
+        self.lib.eal_init(cfg.eal_argv())
+        self._eal_up = True
+        workers = self.lib.n_worker_lcores()
+        if workers < cfg.workers:
+            raise RuntimeError(f"EAL gave {workers} worker lcores, config asks for {cfg.workers}")
+        self.lib.mempool_create(MEMPOOL, cfg.mempool_mbufs)
+        for p in cfg.ports:
+            if p.type == "pcap":
+                continue
+            self.lib.ethdev_open(p.devargs(cfg.workers), p.dev_name, cfg.workers, p.mtu, MEMPOOL)
+        for k in range(cfg.workers):
+            self.lib.ring_create(cpu_ring(cfg.name, k, "in"), 4096)
+            self.lib.ring_create(cpu_ring(cfg.name, k, "out"), 4096)
+        log.info("switch %s up: %d ports + CPU port %d, %d worker(s)", cfg.name, len(cfg.ports), cfg.cpu_port,
+                 cfg.workers)
+
+    # ---- pipeline config ----
+    def commit(self, pc: PipelineConfig, reconcile: bool = False) -> None:
+        """Build and start pc's pipeline, replacing the running one."""
+        with self.lock:
+            if reconcile and self.current is not None and self.current.digest == pc.digest:
+                log.info("RECONCILE_AND_COMMIT with the running program: forwarding state kept")
+                self.current = pc
+                return
+            old_entries = self._exported_entries() if reconcile else []
+            new = self._build(pc)
+            with self._packet_in_lock:
+                if self.pipeline is not None:
+                    self.pipeline.free()  # stops its workers first
+                self.pipeline, self.current = new, pc
+            self.store = TableStore(pc.pmap)
+            self.meter_configs.clear()
+            self.pipeline.workers_start(self.config.idle_us)
+            if old_entries:
+                self._reinstall(old_entries)
+
+    def _build(self, pc: PipelineConfig) -> libbsw.Pipeline:
+        cfg = self.config
+        fd, spec_path = tempfile.mkstemp(suffix=".spec", dir=cfg.work_dir)
+        with os.fdopen(fd, "w") as f:
+            f.write(pc.spec_text)
+        try:
+            iospecs = [cfg.iospec(k) for k in range(cfg.workers)]
+            pipeline = self.lib.pipeline_build(spec_path, cfg.work_dir, cfg.dpdk_include, iospecs)
+        finally:
+            os.unlink(spec_path)
+        try:
+            pc.pmap.bind(pipeline)
+            pipeline.cpu_port_config(cpu_ring_prefix(cfg.name), MEMPOOL)
+        except Exception:
+            pipeline.free()
+            raise
+        return pipeline
+
+    def _exported_entries(self) -> list:
+        """Entries by name, to reinstall on a new program (RECONCILE_AND_COMMIT)."""
+        if self.store is None or self.current is None:
+            return []
+        out = []
+        for ts in self.store.tables.values():
+            for e in ts.entries.values():
+                out.append((ts.map.name, e.proto))
+        return out
+
+    def _reinstall(self, entries: list) -> None:
+        from p4.v1 import p4runtime_pb2 as p4r
+        by_name = {t.name: t for t in self.current.pmap.tables.values()}
+        kept = dropped = 0
+        ops, undo = [], []
+        for name, proto in entries:
+            t = by_name.get(name)
+            if t is None:
+                dropped += 1
+                continue
+            u = p4r.Update(type=p4r.Update.INSERT)
+            u.entity.table_entry.CopyFrom(proto)
+            u.entity.table_entry.table_id = t.id
+            try:
+                self.store.apply(u, ops, undo)
+                kept += 1
+            except Exception as e:  # the new program no longer accepts it
+                log.info("reconcile: entry of %s dropped: %s", name, e)
+                dropped += 1
+        keep: list = []
+        ops += self.store.rebuild_ops(keep)
+        self.pipeline.table_commit(ops)
+        log.info("reconcile: %d entries kept, %d dropped", kept, dropped)
+
+    # ---- data plane access ----
+    def require_pipeline(self) -> libbsw.Pipeline:
+        if self.pipeline is None:
+            raise RuntimeError("no forwarding pipeline config set")
+        return self.pipeline
+
+    def packet_out(self, data: bytes) -> None:
+        with self._packet_out_lock:  # the CPU ring has a single producer
+            self.require_pipeline().packet_out_send(data)
+
+    def packet_in(self, buf: ctypes.Array, timeout_us: int) -> int:
+        with self._packet_in_lock:
+            p = self.pipeline
+            if p is None:
+                return 0
+            return p.packet_in_recv(buf, timeout_us)
+
+    def shutdown(self) -> None:
+        with self.lock, self._packet_in_lock:
+            if self.pipeline is not None:
+                self.pipeline.free()
+                self.pipeline = None

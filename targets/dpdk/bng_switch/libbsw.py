@@ -1,0 +1,241 @@
+"""ctypes binding of libbsw.so (targets/dpdk/src/bsw.h).
+
+Every call that can fail raises BswError with the library's own message, so
+the P4Runtime layer can turn it into a status a client understands. ctypes
+releases the GIL during foreign calls, so a packet-in thread blocked in
+bsw_packet_in_recv() does not stall the gRPC threads.
+"""
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+NAME_SIZE = 64
+
+OP_ADD, OP_DEL, OP_DEFAULT, OP_REBUILD = 0, 1, 2, 3
+
+MATCH_WILDCARD, MATCH_LPM, MATCH_EXACT = 0, 1, 2
+
+
+class BswError(RuntimeError):
+    def __init__(self, func: str, status: int, message: str):
+        self.status = status
+        self.errno = -status if status < 0 else status
+        super().__init__(f"{func}: {message or os.strerror(self.errno)} ({errno.errorcode.get(self.errno, self.errno)})")
+
+
+class PipelineInfo(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_uint32) for n in
+                ("n_ports_in", "n_ports_out", "n_actions", "n_tables", "n_regarrays", "n_metarrays")]
+
+
+class TableInfo(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char * NAME_SIZE)] + [
+        (n, ctypes.c_uint32) for n in ("n_match_fields", "n_actions", "size", "is_exact", "key_size",
+                                       "action_data_size", "default_action_is_const")]
+
+
+class MatchFieldInfo(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_uint32) for n in ("match_type", "is_header", "n_bits", "byte_offset")]
+
+
+class ActionInfo(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char * NAME_SIZE), ("n_args", ctypes.c_uint32)]
+
+
+class ActionArgInfo(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char * NAME_SIZE), ("n_bits", ctypes.c_uint32),
+                ("is_network_byte_order", ctypes.c_uint32)]
+
+
+class TableActionInfo(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_uint32) for n in ("action_id", "for_entries", "for_default")]
+
+
+class ArrayInfo(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char * NAME_SIZE), ("size", ctypes.c_uint32)]
+
+
+class Entry(ctypes.Structure):
+    _fields_ = [("key", ctypes.c_char_p), ("key_mask", ctypes.c_char_p), ("priority", ctypes.c_uint32),
+                ("action_id", ctypes.c_uint32), ("action_data", ctypes.c_char_p)]
+
+
+class Op(ctypes.Structure):
+    _fields_ = [("kind", ctypes.c_uint32), ("table_id", ctypes.c_uint32), ("entry", Entry), ("undo", Entry),
+                ("entries", ctypes.POINTER(Entry)), ("n_entries", ctypes.c_uint32)]
+
+
+@dataclass
+class EntryBytes:
+    """One table entry in the pipeline's own layout."""
+    key: bytes
+    action_id: int
+    action_data: bytes
+    key_mask: bytes | None = None
+    priority: int = 0
+
+    def to_c(self) -> Entry:
+        return Entry(self.key, self.key_mask, self.priority, self.action_id, self.action_data)
+
+
+def default_library_path() -> Path:
+    env = os.environ.get("BSW_LIBRARY")
+    if env:
+        return Path(env)
+    return Path(__file__).resolve().parent.parent / "build" / "libbsw.so"
+
+
+class Library:
+    """The loaded libbsw.so; one per process (DPDK's EAL is per process)."""
+
+    def __init__(self, path: Path | None = None):
+        self.path = path or default_library_path()
+        if not self.path.exists():
+            raise FileNotFoundError(f"{self.path} not built: run `make -C targets/dpdk`")
+        self.lib = ctypes.CDLL(str(self.path), mode=ctypes.RTLD_GLOBAL)
+        self.lib.bsw_last_error.restype = ctypes.c_char_p
+        self.lib.bsw_n_worker_lcores.restype = ctypes.c_uint32
+
+    def _call(self, name: str, *args) -> int:
+        status = getattr(self.lib, name)(*args)
+        if status < 0:
+            raise BswError(name, status, self.lib.bsw_last_error().decode(errors="replace"))
+        return status
+
+    # ---- process ----
+    def eal_init(self, args: list[str]) -> None:
+        argv = (ctypes.c_char_p * (len(args) + 1))(*[a.encode() for a in args], None)
+        self._call("bsw_eal_init", len(args), argv)
+
+    def mempool_create(self, name: str, n_mbufs: int, mbuf_size: int = 2048 + 128) -> None:
+        self._call("bsw_mempool_create", name.encode(), n_mbufs, mbuf_size)
+
+    def ethdev_open(self, devargs: str, dev_name: str, n_queues: int, mtu: int, mempool: str) -> int:
+        return self._call("bsw_ethdev_open", devargs.encode(), dev_name.encode(), n_queues, mtu,
+                          mempool.encode())
+
+    def ring_create(self, name: str, size: int) -> None:
+        self._call("bsw_ring_create", name.encode(), size)
+
+    def n_worker_lcores(self) -> int:
+        return self.lib.bsw_n_worker_lcores()
+
+    # ---- pipeline ----
+    def pipeline_build(self, spec_path: str, work_dir: str, include_dir: str, iospecs: list[str]) -> "Pipeline":
+        handle = ctypes.c_void_p()
+        texts = (ctypes.c_char_p * len(iospecs))(*[t.encode() for t in iospecs])
+        self._call("bsw_pipeline_build", spec_path.encode(), work_dir.encode(), include_dir.encode(),
+                   len(iospecs), texts, ctypes.byref(handle))
+        return Pipeline(self, handle)
+
+
+class Pipeline:
+    """A built pipeline (all its instances) and the calls that act on it."""
+
+    def __init__(self, library: Library, handle: ctypes.c_void_p):
+        self.library = library
+        self.handle = handle
+        self._call = library._call
+
+    def free(self) -> None:
+        if self.handle:
+            self.library.lib.bsw_pipeline_free(self.handle)
+            self.handle = None
+
+    def workers_start(self, idle_us: int) -> None:
+        self._call("bsw_workers_start", self.handle, idle_us)
+
+    def workers_stop(self) -> None:
+        self._call("bsw_workers_stop", self.handle)
+
+    def cpu_port_config(self, ring_prefix: str, mempool: str) -> None:
+        self._call("bsw_cpu_port_config", self.handle, ring_prefix.encode(), mempool.encode())
+
+    # ---- introspection ----
+    def info(self) -> PipelineInfo:
+        out = PipelineInfo()
+        self._call("bsw_pipeline_info", self.handle, ctypes.byref(out))
+        return out
+
+    def table_info(self, table_id: int) -> TableInfo:
+        out = TableInfo()
+        self._call("bsw_table_info", self.handle, table_id, ctypes.byref(out))
+        return out
+
+    def match_field_info(self, table_id: int, field_id: int) -> MatchFieldInfo:
+        out = MatchFieldInfo()
+        self._call("bsw_match_field_info", self.handle, table_id, field_id, ctypes.byref(out))
+        return out
+
+    def table_action_info(self, table_id: int, i: int) -> TableActionInfo:
+        out = TableActionInfo()
+        self._call("bsw_table_action_info", self.handle, table_id, i, ctypes.byref(out))
+        return out
+
+    def action_info(self, action_id: int) -> ActionInfo:
+        out = ActionInfo()
+        self._call("bsw_action_info", self.handle, action_id, ctypes.byref(out))
+        return out
+
+    def action_arg_info(self, action_id: int, arg_id: int) -> ActionArgInfo:
+        out = ActionArgInfo()
+        self._call("bsw_action_arg_info", self.handle, action_id, arg_id, ctypes.byref(out))
+        return out
+
+    def regarray_info(self, i: int) -> ArrayInfo:
+        out = ArrayInfo()
+        self._call("bsw_regarray_info", self.handle, i, ctypes.byref(out))
+        return out
+
+    def metarray_info(self, i: int) -> ArrayInfo:
+        out = ArrayInfo()
+        self._call("bsw_metarray_info", self.handle, i, ctypes.byref(out))
+        return out
+
+    # ---- tables ----
+    def table_commit(self, ops: list[Op]) -> None:
+        """Apply ops as one update; raises BswError (nothing applied) on failure."""
+        if not ops:
+            return
+        arr = (Op * len(ops))(*ops)
+        n_done = ctypes.c_uint32()
+        self._call("bsw_table_commit", self.handle, arr, len(ops), ctypes.byref(n_done))
+
+    # ---- externs ----
+    def regarray_read(self, name: str, index: int) -> int:
+        v = ctypes.c_uint64()
+        self._call("bsw_regarray_read", self.handle, name.encode(), index, ctypes.byref(v))
+        return v.value
+
+    def regarray_write(self, name: str, index: int, value: int) -> None:
+        self._call("bsw_regarray_write", self.handle, name.encode(), index, ctypes.c_uint64(value))
+
+    def meter_set(self, name: str, index: int, cir: int, pir: int, cbs: int, pbs: int) -> None:
+        self._call("bsw_meter_set", self.handle, name.encode(), index, *(ctypes.c_uint64(v) for v in (cir, pir, cbs, pbs)))
+
+    def meter_reset(self, name: str, index: int) -> None:
+        self._call("bsw_meter_reset", self.handle, name.encode(), index)
+
+    def port_stats(self, port_id: int) -> dict[str, int]:
+        vals = [ctypes.c_uint64() for _ in range(5)]
+        self._call("bsw_port_stats", self.handle, port_id, *(ctypes.byref(v) for v in vals))
+        return dict(zip(("rx_pkts", "rx_bytes", "tx_pkts", "tx_bytes", "tx_drops"), (v.value for v in vals)))
+
+    # ---- CPU port ----
+    def packet_in_recv(self, buf: ctypes.Array, timeout_us: int) -> int:
+        return self._call("bsw_packet_in_recv", self.handle, buf, len(buf), timeout_us)
+
+    def packet_out_send(self, data: bytes) -> None:
+        self._call("bsw_packet_out_send", self.handle, data, len(data))
+
+    # ---- benchmark ----
+    def bench_stock_ctl(self, table: str, action_id: int, n: int, batch: int, checkpoints: list[int]) -> list[int]:
+        cps = (ctypes.c_uint32 * len(checkpoints))(*checkpoints)
+        out = (ctypes.c_uint64 * len(checkpoints))()
+        self._call("bsw_bench_stock_ctl", self.handle, table.encode(), action_id, n, batch, cps,
+                   len(checkpoints), out)
+        return list(out)

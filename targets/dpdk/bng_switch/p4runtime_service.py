@@ -1,0 +1,489 @@
+"""The P4Runtime gRPC service of the switch (P4Runtime 1.x).
+
+Writes from every client go through one committer thread: it drains all
+Write requests waiting at that moment, validates them in arrival order
+against the table store, and applies all their table ops in one pipeline
+commit (group commit). A failed update never stops the others (P4Runtime
+CONTINUE_ON_ERROR), and a commit that the pipeline refuses leaves the store
+as it was, so Read always shows what forwards.
+"""
+from __future__ import annotations
+
+import ctypes
+import logging
+import queue
+import threading
+import time
+from concurrent import futures
+from dataclasses import dataclass, field
+
+import grpc
+from google.rpc import code_pb2, status_pb2
+from grpc_status import rpc_status
+from p4.v1 import p4runtime_pb2 as p4r, p4runtime_pb2_grpc
+
+from . import libbsw
+from .arbitration import Arbitration, ArbitrationError, Client
+from .device import Device, DeviceConfigError, prepare
+from .pipeline_map import MappingError
+from .swx_spec import SpecError
+from .table_store import P4RuntimeError, canonical, decode_value
+
+log = logging.getLogger("bng_switch.p4runtime")
+
+API_VERSION = "1.4.0"
+READ_CHUNK = 1000
+
+
+def _election_id(u: p4r.Uint128) -> tuple[int, int]:
+    return (u.high, u.low)
+
+
+@dataclass
+class PendingWrite:
+    request: p4r.WriteRequest
+    done: threading.Event = field(default_factory=threading.Event)
+    errors: list = field(default_factory=list)  # (grpc code, message) per update
+    fatal: P4RuntimeError | None = None
+
+
+class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
+    def __init__(self, device: Device):
+        self.device = device
+        self.arb = Arbitration(device.config.device_id)
+        self.stats = {"writes": 0, "updates": 0, "commits": 0, "packet_in": 0, "packet_out": 0,
+                      "packet_in_no_primary": 0, "packet_out_errors": 0}
+        self._writes: "queue.Queue[PendingWrite]" = queue.Queue()
+        self._stop = threading.Event()
+        self._threads = [threading.Thread(target=self._committer, name="p4rt-commit", daemon=True),
+                         threading.Thread(target=self._packet_in_reader, name="p4rt-packet-in", daemon=True)]
+        for t in self._threads:
+            t.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._writes.put(None)  # type: ignore[arg-type]
+        for t in self._threads:
+            t.join(timeout=2)
+
+    # ------------------------------------------------------------------
+    def Capabilities(self, request, context):
+        return p4r.CapabilitiesResponse(p4runtime_api_version=API_VERSION)
+
+    # ---- pipeline config ----
+    def SetForwardingPipelineConfig(self, request, context):
+        A = p4r.SetForwardingPipelineConfigRequest
+        try:
+            self.arb.check_primary(request.device_id, request.role, _election_id(request.election_id))
+        except ArbitrationError as e:
+            context.abort(e.code, e.message)
+        dev = self.device
+        try:
+            if request.action == A.COMMIT:
+                if dev.saved is None:
+                    context.abort(grpc.StatusCode.FAILED_PRECONDITION, "COMMIT without a saved config (VERIFY_AND_SAVE)")
+                dev.commit(dev.saved)
+                dev.saved = None
+                return p4r.SetForwardingPipelineConfigResponse()
+            if request.action not in (A.VERIFY, A.VERIFY_AND_SAVE, A.VERIFY_AND_COMMIT, A.RECONCILE_AND_COMMIT):
+                context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"unsupported action {request.action}")
+            if not request.HasField("config"):
+                context.abort(grpc.StatusCode.INVALID_ARGUMENT, "config missing")
+            pc = prepare(request.config.p4info, request.config.p4_device_config, request.config.cookie.cookie)
+            if request.action == A.VERIFY:
+                return p4r.SetForwardingPipelineConfigResponse()
+            if request.action == A.VERIFY_AND_SAVE:
+                dev.saved = pc
+                return p4r.SetForwardingPipelineConfigResponse()
+            dev.commit(pc, reconcile=request.action == A.RECONCILE_AND_COMMIT)
+            log.info("pipeline committed: %d tables, %d actions", len(pc.pmap.tables), len(pc.pmap.actions))
+        except (DeviceConfigError, SpecError, MappingError) as e:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
+        except libbsw.BswError as e:
+            context.abort(grpc.StatusCode.INTERNAL, f"pipeline build failed: {e}")
+        return p4r.SetForwardingPipelineConfigResponse()
+
+    def GetForwardingPipelineConfig(self, request, context):
+        R = p4r.GetForwardingPipelineConfigRequest
+        if request.device_id != self.device.config.device_id:
+            context.abort(grpc.StatusCode.NOT_FOUND, f"unknown device id {request.device_id}")
+        resp = p4r.GetForwardingPipelineConfigResponse()
+        pc = self.device.current
+        if pc is None:
+            return resp
+        cfg = resp.config
+        cfg.cookie.cookie = pc.cookie
+        if request.response_type in (R.ALL, R.P4INFO_AND_COOKIE):
+            cfg.p4info.CopyFrom(pc.p4info)
+        if request.response_type in (R.ALL, R.DEVICE_CONFIG_AND_COOKIE):
+            cfg.p4_device_config = pc.device_config
+        return resp
+
+    # ---- writes ----
+    def Write(self, request, context):
+        try:
+            self.arb.check_primary(request.device_id, request.role, _election_id(request.election_id))
+        except ArbitrationError as e:
+            context.abort(e.code, e.message)
+        if self.device.current is None:
+            context.abort(grpc.StatusCode.FAILED_PRECONDITION, "no forwarding pipeline config set")
+        if request.atomicity != p4r.WriteRequest.CONTINUE_ON_ERROR:
+            context.abort(grpc.StatusCode.UNIMPLEMENTED, "only CONTINUE_ON_ERROR atomicity is supported")
+        pw = PendingWrite(request)
+        self._writes.put(pw)
+        pw.done.wait()
+        if pw.fatal is not None:
+            context.abort(pw.fatal.code, pw.fatal.message)
+        if any(code != grpc.StatusCode.OK for code, _ in pw.errors):
+            context.abort_with_status(rpc_status.to_status(self._write_status(pw.errors)))
+        return p4r.WriteResponse()
+
+    @staticmethod
+    def _write_status(errors) -> status_pb2.Status:
+        """P4Runtime batch error: UNKNOWN with one p4.v1.Error per update."""
+        n_bad = sum(1 for code, _ in errors if code != grpc.StatusCode.OK)
+        st = status_pb2.Status(code=code_pb2.UNKNOWN, message=f"{n_bad} of {len(errors)} updates failed")
+        for code, msg in errors:
+            st.details.add().Pack(p4r.Error(canonical_code=code.value[0], message=msg,
+                                            space="targets.dpdk" if msg else ""))
+        return st
+
+    def _committer(self) -> None:
+        while not self._stop.is_set():
+            first = self._writes.get()
+            if first is None:
+                return
+            batch = [first]
+            while True:
+                try:
+                    nxt = self._writes.get_nowait()
+                except queue.Empty:
+                    break
+                if nxt is None:
+                    self._stop.set()
+                    break
+                batch.append(nxt)
+            try:
+                self._commit_batch(batch)
+            except Exception as e:  # never leave a client hanging
+                log.exception("commit failed")
+                for pw in batch:
+                    pw.fatal = P4RuntimeError(grpc.StatusCode.INTERNAL, f"commit failed: {e}")
+            for pw in batch:
+                pw.done.set()
+
+    def _commit_batch(self, batch: list[PendingWrite]) -> None:
+        dev = self.device
+        with dev.lock:
+            store = dev.store
+            if store is None:
+                raise P4RuntimeError(grpc.StatusCode.FAILED_PRECONDITION, "no pipeline")
+            ops: list = []
+            undo: list = []
+            table_updates: list[tuple[PendingWrite, int]] = []
+            for pw in batch:
+                pw.errors = [(grpc.StatusCode.OK, "")] * len(pw.request.updates)
+                for i, u in enumerate(pw.request.updates):
+                    kind = u.entity.WhichOneof("entity")
+                    try:
+                        if kind == "table_entry":
+                            store.apply(u, ops, undo)
+                            table_updates.append((pw, i))
+                        elif kind == "counter_entry":
+                            self._write_counter(u)
+                        elif kind == "meter_entry":
+                            self._write_meter(u)
+                        elif kind == "register_entry":
+                            self._write_register(u)
+                        else:
+                            raise P4RuntimeError(grpc.StatusCode.UNIMPLEMENTED, f"{kind} writes are not supported")
+                    except P4RuntimeError as e:
+                        pw.errors[i] = (e.code, e.message)
+                    except libbsw.BswError as e:
+                        pw.errors[i] = (grpc.StatusCode.INTERNAL, str(e))
+            keep: list = []
+            ops += store.rebuild_ops(keep)
+            try:
+                dev.pipeline.table_commit(ops)
+            except libbsw.BswError as e:
+                # Nothing of the batch reached the data plane: undo the store
+                # and fail every table update of the batch.
+                for fn in reversed(undo):
+                    fn()
+                store.clear_pending()
+                code = grpc.StatusCode.RESOURCE_EXHAUSTED if e.errno == 28 else grpc.StatusCode.INTERNAL
+                for pw, i in table_updates:
+                    if pw.errors[i][0] == grpc.StatusCode.OK:
+                        pw.errors[i] = (code, f"pipeline commit failed: {e}")
+            self.stats["writes"] += len(batch)
+            self.stats["updates"] += sum(len(pw.request.updates) for pw in batch)
+            self.stats["commits"] += 1
+
+    # ---- counters, meters, registers ----
+    def _counter(self, counter_id: int):
+        c = self.device.current.pmap.counters.get(counter_id)
+        if c is None:
+            raise P4RuntimeError(grpc.StatusCode.NOT_FOUND, f"counter id {counter_id} is not in the P4Info")
+        return c
+
+    @staticmethod
+    def _check_index(what: str, index: int, size: int) -> None:
+        if not 0 <= index < size:
+            raise P4RuntimeError(grpc.StatusCode.OUT_OF_RANGE, f"{what}: index {index} out of 0..{size - 1}")
+
+    def _write_counter(self, u: p4r.Update) -> None:
+        ce = u.entity.counter_entry
+        c = self._counter(ce.counter_id)
+        if u.type != p4r.Update.MODIFY:
+            raise P4RuntimeError(grpc.StatusCode.INVALID_ARGUMENT, "counter entries can only be modified")
+        indices = [ce.index.index] if ce.HasField("index") else range(c.size)
+        p = self.device.pipeline
+        for idx in indices:
+            self._check_index(c.name, idx, c.size)
+            if c.packets_array:
+                p.regarray_write(c.packets_array, idx, ce.data.packet_count)
+            if c.bytes_array:
+                p.regarray_write(c.bytes_array, idx, ce.data.byte_count)
+
+    def _write_meter(self, u: p4r.Update) -> None:
+        me = u.entity.meter_entry
+        m = self.device.current.pmap.meters.get(me.meter_id)
+        if m is None:
+            raise P4RuntimeError(grpc.StatusCode.NOT_FOUND, f"meter id {me.meter_id} is not in the P4Info")
+        if u.type != p4r.Update.MODIFY:
+            raise P4RuntimeError(grpc.StatusCode.INVALID_ARGUMENT, "meter entries can only be modified")
+        if not me.HasField("index"):
+            raise P4RuntimeError(grpc.StatusCode.INVALID_ARGUMENT, f"meter {m.name}: index required")
+        idx = me.index.index
+        self._check_index(m.name, idx, m.size)
+        p = self.device.pipeline
+        if me.HasField("config"):
+            cfg = me.config
+            if cfg.cir > cfg.pir or cfg.cir < 0 or cfg.cburst < 0 or cfg.pburst < 0:
+                raise P4RuntimeError(grpc.StatusCode.INVALID_ARGUMENT,
+                                     f"meter {m.name}[{idx}]: need 0 <= cir <= pir and non-negative bursts")
+            p.meter_set(m.swx_name, idx, cfg.cir, cfg.pir, cfg.cburst, cfg.pburst)
+            self.device.meter_configs[(m.id, idx)] = p4r.MeterConfig.FromString(cfg.SerializeToString())
+        else:
+            p.meter_reset(m.swx_name, idx)
+            self.device.meter_configs.pop((m.id, idx), None)
+
+    def _write_register(self, u: p4r.Update) -> None:
+        re_ = u.entity.register_entry
+        r = self.device.current.pmap.registers.get(re_.register_id)
+        if r is None:
+            raise P4RuntimeError(grpc.StatusCode.NOT_FOUND, f"register id {re_.register_id} is not in the P4Info")
+        if u.type != p4r.Update.MODIFY:
+            raise P4RuntimeError(grpc.StatusCode.INVALID_ARGUMENT, "register entries can only be modified")
+        if re_.data.WhichOneof("data") != "bitstring":
+            raise P4RuntimeError(grpc.StatusCode.INVALID_ARGUMENT, f"register {r.name}: data must be a bitstring")
+        value = decode_value(re_.data.bitstring, r.bitwidth, f"register {r.name}")
+        indices = [re_.index.index] if re_.HasField("index") else range(r.size)
+        for idx in indices:
+            self._check_index(r.name, idx, r.size)
+            self.device.pipeline.regarray_write(r.swx_name, idx, value)
+
+    # ---- reads ----
+    def Read(self, request, context):
+        if request.device_id != self.device.config.device_id:
+            context.abort(grpc.StatusCode.NOT_FOUND, f"unknown device id {request.device_id}")
+        if self.device.current is None:
+            context.abort(grpc.StatusCode.FAILED_PRECONDITION, "no forwarding pipeline config set")
+        try:
+            out: list[p4r.Entity] = []
+            for ent in request.entities:
+                for e in self._read_entity(ent):
+                    out.append(e)
+                    if len(out) >= READ_CHUNK:
+                        yield p4r.ReadResponse(entities=out)
+                        out = []
+            yield p4r.ReadResponse(entities=out)
+        except P4RuntimeError as e:
+            context.abort(e.code, e.message)
+        except libbsw.BswError as e:
+            context.abort(grpc.StatusCode.INTERNAL, str(e))
+
+    def _read_entity(self, ent: p4r.Entity):
+        kind = ent.WhichOneof("entity")
+        dev = self.device
+        if kind == "table_entry":
+            with dev.lock:
+                entries = list(dev.store.read(ent.table_entry))
+            for te in entries:
+                yield p4r.Entity(table_entry=te)
+        elif kind == "counter_entry":
+            ce = ent.counter_entry
+            counters = [self._counter(ce.counter_id)] if ce.counter_id else dev.current.pmap.counters.values()
+            for c in counters:
+                indices = [ce.index.index] if ce.HasField("index") else range(c.size)
+                for idx in indices:
+                    self._check_index(c.name, idx, c.size)
+                    out = p4r.CounterEntry(counter_id=c.id)
+                    out.index.index = idx
+                    if c.packets_array:
+                        out.data.packet_count = dev.pipeline.regarray_read(c.packets_array, idx)
+                    if c.bytes_array:
+                        out.data.byte_count = dev.pipeline.regarray_read(c.bytes_array, idx)
+                    yield p4r.Entity(counter_entry=out)
+        elif kind == "meter_entry":
+            me = ent.meter_entry
+            meters = ([dev.current.pmap.meters[me.meter_id]] if me.meter_id in dev.current.pmap.meters
+                      else [] if me.meter_id else dev.current.pmap.meters.values())
+            if me.meter_id and not meters:
+                raise P4RuntimeError(grpc.StatusCode.NOT_FOUND, f"meter id {me.meter_id} is not in the P4Info")
+            for m in meters:
+                indices = [me.index.index] if me.HasField("index") else range(m.size)
+                for idx in indices:
+                    self._check_index(m.name, idx, m.size)
+                    out = p4r.MeterEntry(meter_id=m.id)
+                    out.index.index = idx
+                    cfg = dev.meter_configs.get((m.id, idx))
+                    if cfg is not None:
+                        out.config.CopyFrom(cfg)
+                    yield p4r.Entity(meter_entry=out)
+        elif kind == "register_entry":
+            re_ = ent.register_entry
+            regs = dev.current.pmap.registers
+            if re_.register_id and re_.register_id not in regs:
+                raise P4RuntimeError(grpc.StatusCode.NOT_FOUND, f"register id {re_.register_id} is not in the P4Info")
+            for r in ([regs[re_.register_id]] if re_.register_id else regs.values()):
+                indices = [re_.index.index] if re_.HasField("index") else range(r.size)
+                for idx in indices:
+                    self._check_index(r.name, idx, r.size)
+                    out = p4r.RegisterEntry(register_id=r.id)
+                    out.index.index = idx
+                    out.data.bitstring = canonical(dev.pipeline.regarray_read(r.swx_name, idx), r.bitwidth)
+                    yield p4r.Entity(register_entry=out)
+        else:
+            raise P4RuntimeError(grpc.StatusCode.UNIMPLEMENTED, f"reading {kind} is not supported")
+
+    # ---- stream channel ----
+    def StreamChannel(self, request_iterator, context):
+        client = Client(queue.Queue())
+        reader = threading.Thread(target=self._stream_reader, args=(request_iterator, client),
+                                  name=f"p4rt-stream-{client.id}", daemon=True)
+        reader.start()
+        try:
+            while True:
+                item = client.queue.get()
+                if item is None:
+                    return
+                if isinstance(item, ArbitrationError):
+                    context.abort(item.code, item.message)
+                yield item
+        finally:
+            for c in self.arb.remove(client):
+                self._send_arbitration(c)
+
+    def _stream_reader(self, request_iterator, client: Client) -> None:
+        try:
+            for req in request_iterator:
+                kind = req.WhichOneof("update")
+                if kind == "arbitration":
+                    a = req.arbitration
+                    try:
+                        notify = self.arb.update(client, a.device_id, a.role.name, _election_id(a.election_id))
+                    except ArbitrationError as e:
+                        client.queue.put(e)
+                        return
+                    for c in notify:
+                        self._send_arbitration(c)
+                elif kind == "packet":
+                    self._packet_out(client, req.packet)
+                elif client.election_id is None:
+                    client.queue.put(ArbitrationError(grpc.StatusCode.FAILED_PRECONDITION,
+                                                      "the first stream message must be an arbitration update"))
+                    return
+        except grpc.RpcError:
+            pass
+        except Exception:
+            log.exception("stream reader")
+        finally:
+            client.queue.put(None)
+
+    def _send_arbitration(self, c: Client) -> None:
+        code, msg = self.arb.status_for(c)
+        resp = p4r.StreamMessageResponse()
+        a = resp.arbitration
+        a.device_id = self.device.config.device_id
+        a.role.name = c.role
+        high = self.arb.highest_election_id(c.role) or c.election_id or (0, 0)
+        a.election_id.high, a.election_id.low = high
+        a.status.code = code.value[0]
+        a.status.message = msg
+        c.queue.put(resp)
+
+    def _stream_error(self, client: Client, code: grpc.StatusCode, msg: str, packet: p4r.PacketOut) -> None:
+        self.stats["packet_out_errors"] += 1
+        resp = p4r.StreamMessageResponse()
+        resp.error.canonical_code = code.value[0]
+        resp.error.message = msg
+        resp.error.packet_out.packet_out.CopyFrom(packet)
+        client.queue.put(resp)
+
+    def _packet_out(self, client: Client, packet: p4r.PacketOut) -> None:
+        if client.election_id is None or self.arb.primary(client.role) is not client:
+            return self._stream_error(client, grpc.StatusCode.PERMISSION_DENIED, "packet-out from a non-primary client", packet)
+        pc = self.device.current
+        if pc is None:
+            return self._stream_error(client, grpc.StatusCode.FAILED_PRECONDITION, "no pipeline", packet)
+        hdr = pc.pmap.controller_headers.get("packet_out")
+        header = b""
+        if hdr is not None:
+            widths = {fid: bw for fid, _, bw in hdr.fields}
+            values = {}
+            for md in packet.metadata:
+                if md.metadata_id not in widths:
+                    return self._stream_error(client, grpc.StatusCode.INVALID_ARGUMENT,
+                                              f"packet_out metadata id {md.metadata_id} unknown", packet)
+                try:
+                    values[md.metadata_id] = decode_value(md.value, widths[md.metadata_id],
+                                                          f"packet_out metadata {md.metadata_id}")
+                except P4RuntimeError as e:
+                    return self._stream_error(client, e.code, e.message, packet)
+            header = hdr.encode(values)
+        try:
+            self.device.packet_out(header + packet.payload)
+            self.stats["packet_out"] += 1
+        except (libbsw.BswError, RuntimeError) as e:
+            self._stream_error(client, grpc.StatusCode.UNAVAILABLE, str(e), packet)
+
+    def _packet_in_reader(self) -> None:
+        buf = ctypes.create_string_buffer(16384)
+        while not self._stop.is_set():
+            try:
+                n = self.device.packet_in(buf, 100_000)
+            except libbsw.BswError as e:
+                log.warning("packet-in: %s", e)
+                continue
+            if n <= 0:
+                if self.device.pipeline is None:
+                    time.sleep(0.1)
+                continue
+            data = buf.raw[:n]
+            pc = self.device.current
+            primary = self.arb.primary("")
+            if pc is None or primary is None:
+                self.stats["packet_in_no_primary"] += 1
+                continue
+            resp = p4r.StreamMessageResponse()
+            hdr = pc.pmap.controller_headers.get("packet_in")
+            if hdr is not None:
+                for fid, value in hdr.decode(data):
+                    bw = next(b for i, _, b in hdr.fields if i == fid)
+                    resp.packet.metadata.add(metadata_id=fid, value=canonical(value, bw))
+                data = data[hdr.n_bytes:]
+            resp.packet.payload = data
+            self.stats["packet_in"] += 1
+            primary.queue.put(resp)
+
+
+def serve(device: Device, address: str, max_workers: int = 16):
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers),
+                         options=[("grpc.max_receive_message_length", 256 << 20),
+                                  ("grpc.max_send_message_length", 256 << 20)])
+    service = P4RuntimeService(device)
+    p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(service, server)
+    server.add_insecure_port(address)
+    server.start()
+    return server, service

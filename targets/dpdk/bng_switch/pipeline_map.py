@@ -1,0 +1,272 @@
+"""The map between a P4Info and the SWX pipeline built from the same program.
+
+P4Runtime speaks in P4Info ids; the pipeline knows tables, actions, match
+fields and register/meter arrays by its own names and ids. The names come from
+the compiler's outputs (context.json `name` -> `target_name`, then the .spec),
+the byte layouts from the built pipeline itself (rte_swx_ctl info), so nothing
+here is written by hand for one program.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from p4.config.v1 import p4info_pb2
+
+from . import swx_spec
+
+MT = p4info_pb2.MatchField
+
+
+class MappingError(ValueError):
+    """The P4Info does not describe the pipeline config it came with."""
+
+
+@dataclass
+class FieldMap:
+    id: int
+    name: str
+    bitwidth: int
+    match_type: int  # p4info MatchField.MatchType
+    swx_bits: int = 0
+    is_header: bool = False
+    offset: int = 0
+
+    def encode(self, value: int) -> bytes:
+        """The field's bytes as the pipeline stores them in a table key."""
+        n = self.swx_bits // 8
+        return value.to_bytes(n, "big" if self.is_header else "little")
+
+
+@dataclass
+class ParamMap:
+    id: int
+    name: str
+    bitwidth: int
+    swx_bits: int = 0
+    network_order: bool = False
+    offset: int = 0
+
+
+@dataclass
+class ActionMap:
+    id: int
+    name: str
+    swx_name: str
+    swx_id: int = -1
+    params: dict[int, ParamMap] = field(default_factory=dict)
+
+    def encode(self, values: dict[int, int], data_size: int) -> bytes:
+        data = bytearray(data_size)
+        for pid, p in self.params.items():
+            n = p.swx_bits // 8
+            data[p.offset:p.offset + n] = values.get(pid, 0).to_bytes(n, "big" if p.network_order else "little")
+        return bytes(data)
+
+
+@dataclass
+class TableMap:
+    id: int
+    name: str
+    swx_name: str
+    size: int
+    fields: dict[int, FieldMap]
+    actions: dict[int, ActionMap]          # every action the table may use
+    entry_action_ids: set[int]             # not @defaultonly
+    default_action_ids: set[int]           # not @tableonly
+    const_default_action_id: int
+    initial_default: tuple[int, dict[int, int]] | None
+    needs_priority: bool
+    swx_id: int = -1
+    is_exact: bool = True
+    key_size: int = 0
+    data_size: int = 0
+
+
+@dataclass
+class CounterMap:
+    id: int
+    name: str
+    size: int
+    unit: int  # p4info CounterSpec.Unit
+    packets_array: str | None
+    bytes_array: str | None
+
+
+@dataclass
+class MeterMap:
+    id: int
+    name: str
+    size: int
+    unit: int
+    swx_name: str
+
+
+@dataclass
+class RegisterMap:
+    id: int
+    name: str
+    size: int
+    bitwidth: int
+    swx_name: str
+
+
+@dataclass
+class ControllerHeader:
+    """packet_in / packet_out: the header the P4 program puts before the frame."""
+    name: str
+    fields: list[tuple[int, str, int]]  # (id, name, bitwidth) in header order
+
+    @property
+    def n_bytes(self) -> int:
+        return (sum(bw for _, _, bw in self.fields) + 7) // 8
+
+    def decode(self, data: bytes) -> list[tuple[int, int]]:
+        bits = int.from_bytes(data[:self.n_bytes], "big")
+        shift = self.n_bytes * 8
+        out = []
+        for fid, _, bw in self.fields:
+            shift -= bw
+            out.append((fid, (bits >> shift) & ((1 << bw) - 1)))
+        return out
+
+    def encode(self, values: dict[int, int]) -> bytes:
+        bits = 0
+        for fid, _, bw in self.fields:
+            bits = (bits << bw) | (values.get(fid, 0) & ((1 << bw) - 1))
+        pad = self.n_bytes * 8 - sum(bw for _, _, bw in self.fields)
+        return (bits << pad).to_bytes(self.n_bytes, "big")
+
+
+def _context_names(context: dict | None) -> dict[str, str]:
+    """P4 name -> target (spec) name for tables and actions in context.json."""
+    names: dict[str, str] = {}
+    for t in (context or {}).get("tables", []):
+        if "name" in t and "target_name" in t:
+            names[t["name"]] = t["target_name"]
+        for a in t.get("actions", []):
+            if "name" in a and "target_name" in a:
+                names.setdefault(a["name"], a["target_name"])
+    return names
+
+
+def _resolve(p4name: str, candidates: Iterable[str], ctx: dict[str, str]) -> str | None:
+    cands = set(candidates)
+    target = ctx.get(p4name)
+    if target in cands:
+        return target
+    last = p4name.split(".")[-1]
+    for c in (p4name, p4name.replace(".", "_"), last, f"{last}_0"):
+        if c in cands:
+            return c
+    matches = [c for c in cands if c.endswith("_" + last) or c.endswith("_" + last + "_0")]
+    return matches[0] if len(matches) == 1 else None
+
+
+class PipelineMap:
+    """Everything the P4Runtime service needs to translate one program."""
+
+    def __init__(self, p4info: p4info_pb2.P4Info, spec: swx_spec.Spec, context: dict | None = None):
+        self.p4info = p4info
+        self.spec = spec
+        ctx = _context_names(context)
+        self.actions: dict[int, ActionMap] = {}
+        for a in p4info.actions:
+            swx = _resolve(a.preamble.name, spec.actions, ctx)
+            if swx is None:
+                raise MappingError(f"action {a.preamble.name} (id {a.preamble.id}) is not in the pipeline spec")
+            self.actions[a.preamble.id] = ActionMap(
+                a.preamble.id, a.preamble.name, swx,
+                params={p.id: ParamMap(p.id, p.name, p.bitwidth) for p in a.params})
+            n_args = len(spec.action_args(swx))
+            if n_args != len(a.params):
+                raise MappingError(f"action {a.preamble.name}: P4Info has {len(a.params)} parameters, "
+                                   f"spec action {swx} has {n_args}")
+
+        self.tables: dict[int, TableMap] = {}
+        for t in p4info.tables:
+            swx = _resolve(t.preamble.name, spec.tables, ctx)
+            if swx is None:
+                raise MappingError(f"table {t.preamble.name} (id {t.preamble.id}) is not in the pipeline spec")
+            st = spec.tables[swx]
+            if len(st.keys) != len(t.match_fields):
+                raise MappingError(f"table {t.preamble.name}: P4Info has {len(t.match_fields)} match fields, "
+                                   f"spec table {swx} has {len(st.keys)}")
+            for mf in t.match_fields:
+                if mf.match_type == MT.RANGE:
+                    raise MappingError(f"table {t.preamble.name}: range match ({mf.name}) is not supported by SWX")
+            acts = {r.id: self.actions[r.id] for r in t.action_refs if r.id in self.actions}
+            entry_ids = {r.id for r in t.action_refs if r.scope != p4info_pb2.ActionRef.DEFAULT_ONLY}
+            default_ids = {r.id for r in t.action_refs if r.scope != p4info_pb2.ActionRef.TABLE_ONLY}
+            self.tables[t.preamble.id] = TableMap(
+                id=t.preamble.id, name=t.preamble.name, swx_name=swx, size=t.size,
+                fields={mf.id: FieldMap(mf.id, mf.name, mf.bitwidth, mf.match_type) for mf in t.match_fields},
+                actions=acts, entry_action_ids=entry_ids, default_action_ids=default_ids,
+                const_default_action_id=t.const_default_action_id,
+                initial_default=self._initial_default(st, acts),
+                needs_priority=any(mf.match_type in (MT.TERNARY, MT.RANGE, MT.OPTIONAL) for mf in t.match_fields))
+
+        self.counters: dict[int, CounterMap] = {}
+        for c in p4info.counters:
+            pk = _resolve(c.preamble.name, [r[:-8] for r in spec.regarrays if r.endswith("_packets")], ctx)
+            by = _resolve(c.preamble.name, [r[:-6] for r in spec.regarrays if r.endswith("_bytes")], ctx)
+            plain = _resolve(c.preamble.name, spec.regarrays, ctx)
+            unit = c.spec.unit
+            packets = f"{pk}_packets" if pk else (plain if unit == p4info_pb2.CounterSpec.PACKETS else None)
+            bytes_ = f"{by}_bytes" if by else (plain if unit == p4info_pb2.CounterSpec.BYTES else None)
+            if packets is None and bytes_ is None:
+                raise MappingError(f"counter {c.preamble.name} has no register array in the pipeline spec")
+            self.counters[c.preamble.id] = CounterMap(c.preamble.id, c.preamble.name, c.size, unit, packets, bytes_)
+
+        self.meters: dict[int, MeterMap] = {}
+        for m in p4info.meters:
+            swx = _resolve(m.preamble.name, spec.metarrays, ctx)
+            if swx is None:
+                raise MappingError(f"meter {m.preamble.name} has no meter array in the pipeline spec")
+            self.meters[m.preamble.id] = MeterMap(m.preamble.id, m.preamble.name, m.size, m.spec.unit, swx)
+
+        self.registers: dict[int, RegisterMap] = {}
+        for r in p4info.registers:
+            swx = _resolve(r.preamble.name, spec.regarrays, ctx)
+            if swx is None:
+                raise MappingError(f"register {r.preamble.name} has no register array in the pipeline spec")
+            bw = r.type_spec.bitstring.bit.bitwidth or r.type_spec.bitstring.varbit.max_bitwidth or 64
+            self.registers[r.preamble.id] = RegisterMap(r.preamble.id, r.preamble.name, r.size, bw, swx)
+
+        self.controller_headers: dict[str, ControllerHeader] = {
+            h.preamble.name: ControllerHeader(h.preamble.name, [(m.id, m.name, m.bitwidth) for m in h.metadata])
+            for h in p4info.controller_packet_metadata}
+
+    def _initial_default(self, st: swx_spec.SpecTable, acts: dict[int, ActionMap]):
+        for a in acts.values():
+            if a.swx_name == st.default_action:
+                args = self.spec.action_args(a.swx_name)
+                by_name = {p.name: pid for pid, p in a.params.items()}
+                values = {}
+                for (argname, _), p in zip(args, sorted(a.params.values(), key=lambda p: p.id)):
+                    values[by_name.get(p.name, p.id)] = st.default_args.get(argname, 0)
+                return a.id, values
+        return None
+
+    def bind(self, pipeline) -> None:
+        """Fill in ids and byte layouts from the built pipeline (libbsw.Pipeline)."""
+        info = pipeline.info()
+        swx_tables = {pipeline.table_info(i).name.decode(): i for i in range(info.n_tables)}
+        swx_actions = {pipeline.action_info(i).name.decode(): i for i in range(info.n_actions)}
+        for a in self.actions.values():
+            a.swx_id = swx_actions[a.swx_name]
+            off = 0
+            for p, idx in zip(sorted(a.params.values(), key=lambda p: p.id), range(len(a.params))):
+                arg = pipeline.action_arg_info(a.swx_id, idx)
+                p.swx_bits, p.network_order, p.offset = arg.n_bits, bool(arg.is_network_byte_order), off
+                off += arg.n_bits // 8
+        for t in self.tables.values():
+            t.swx_id = swx_tables[t.swx_name]
+            ti = pipeline.table_info(t.swx_id)
+            t.is_exact, t.key_size, t.data_size = bool(ti.is_exact), ti.key_size, ti.action_data_size
+            for f, idx in zip(sorted(t.fields.values(), key=lambda f: f.id), range(len(t.fields))):
+                mf = pipeline.match_field_info(t.swx_id, idx)
+                f.swx_bits, f.is_header, f.offset = mf.n_bits, bool(mf.is_header), mf.byte_offset
+                if f.swx_bits < f.bitwidth:
+                    raise MappingError(f"table {t.name} field {f.name}: {f.bitwidth} bits in P4Info, "
+                                       f"{f.swx_bits} in the pipeline")

@@ -1,0 +1,146 @@
+"""The switch's YAML configuration: EAL, ports, CPU port, workers.
+
+Ports are numbered as the P4 program sees them. SWX wants port ids 0..N-1
+without holes, so the configuration must list them that way; the CPU port
+(packet-in/out through rings) is one of those ids, 0 by default.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+PORT_TYPES = ("af_packet", "tap", "pci", "pcap")
+
+
+class ConfigError(ValueError):
+    pass
+
+
+@dataclass
+class PortConfig:
+    id: int
+    type: str
+    iface: str = ""      # af_packet, tap
+    pci: str = ""        # pci: bus address
+    rx_pcap: str = ""    # pcap: source file (looped)
+    tx_pcap: str = "none"  # pcap: sink file, "none" discards
+    mtu: int = 0
+    burst: int = 32
+
+    @property
+    def dev_name(self) -> str:
+        if self.type == "af_packet":
+            return f"net_af_packet_{self.iface}"
+        if self.type == "tap":
+            return f"net_tap_{self.iface}"
+        return self.pci
+
+    def devargs(self, n_queues: int) -> str:
+        if self.type == "af_packet":
+            # qdisc_bypass skips the kernel's egress qdisc, as a NIC driver would.
+            return f"{self.dev_name},iface={self.iface},qpairs={n_queues},qdisc_bypass=1"
+        if self.type == "tap":
+            return f"{self.dev_name},iface={self.iface}"
+        return self.pci
+
+
+@dataclass
+class SwitchConfig:
+    device_id: int = 1
+    grpc_address: str = "0.0.0.0:9559"
+    workers: int = 1
+    idle_us: int = 200
+    eal_args: list[str] = field(default_factory=list)
+    hugepages: bool = False
+    mempool_mbufs: int = 16384
+    cpu_port: int = 0
+    ports: list[PortConfig] = field(default_factory=list)
+    work_dir: str = "/var/lib/bng-switch"
+    dpdk_include: str = ""
+    name: str = "bng-switch"
+
+    def eal_argv(self) -> list[str]:
+        if self.eal_args:
+            return [self.name] + list(self.eal_args)
+        argv = [self.name, "-l", f"0-{self.workers}", "--no-telemetry", "--log-level", "*:notice"]
+        if not any(p.type == "pci" for p in self.ports):
+            argv.append("--no-pci")
+        # No shared runtime files either way, so that several switches (the
+        # LAC and LNS of the lab) run side by side.
+        if self.hugepages:
+            argv.append("--in-memory")
+        else:
+            argv += ["--no-huge", "--no-shconf", "-m", str(max(512, self.mempool_mbufs * 3 // 1024 + 256))]
+        return argv
+
+    def iospec(self, instance: int) -> str:
+        """The SWX I/O spec of one pipeline instance."""
+        lines_in, lines_out = [], []
+        for p in sorted(self.all_ports(), key=lambda p: p.id):
+            if p.id == self.cpu_port:
+                lines_in.append(f"port in {p.id} ring {cpu_ring(self.name, instance, 'out')} bsz 1")
+                lines_out.append(f"port out {p.id} ring {cpu_ring(self.name, instance, 'in')} bsz 1")
+            elif p.type == "pcap":
+                lines_in.append(f"port in {p.id} source mempool {MEMPOOL} file {p.rx_pcap} loop 0 packets 0")
+                lines_out.append(f"port out {p.id} sink file {p.tx_pcap}")
+            else:
+                lines_in.append(f"port in {p.id} ethdev {p.dev_name} rxq {instance} bsz {p.burst}")
+                lines_out.append(f"port out {p.id} ethdev {p.dev_name} txq {instance} bsz {p.burst}")
+        return "\n".join(lines_in + lines_out) + "\n"
+
+    def all_ports(self) -> list[PortConfig]:
+        return self.ports + [PortConfig(self.cpu_port, "cpu")]
+
+    def validate(self) -> None:
+        ids = sorted(p.id for p in self.all_ports())
+        if ids != list(range(len(ids))):
+            raise ConfigError(f"port ids (with cpu_port {self.cpu_port}) must be 0..N-1 without holes, got {ids}")
+        for p in self.ports:
+            if p.type not in PORT_TYPES:
+                raise ConfigError(f"port {p.id}: type {p.type!r} not one of {PORT_TYPES}")
+            if p.type in ("af_packet", "tap") and not p.iface:
+                raise ConfigError(f"port {p.id}: {p.type} needs iface")
+            if p.type == "pci" and not p.pci:
+                raise ConfigError(f"port {p.id}: pci needs a bus address")
+            if p.type == "pcap" and not p.rx_pcap:
+                raise ConfigError(f"port {p.id}: pcap needs rx_pcap")
+        if not 1 <= self.workers <= 16:
+            raise ConfigError("workers must be 1..16")
+
+
+MEMPOOL = "MEMPOOL0"
+
+
+def cpu_ring(switch_name: str, instance: int, direction: str) -> str:
+    return f"{cpu_ring_prefix(switch_name)}{instance}_{direction}"
+
+
+def cpu_ring_prefix(switch_name: str) -> str:
+    return f"{switch_name[:16]}_cpu"
+
+
+def default_dpdk_include() -> str:
+    env = os.environ.get("BSW_DPDK_INCLUDE")
+    if env:
+        return env
+    return str(Path(__file__).resolve().parent.parent / "build" / "dpdk-src" / "lib" / "pipeline")
+
+
+def load(path: str | Path) -> SwitchConfig:
+    raw = yaml.safe_load(Path(path).read_text()) or {}
+    return from_dict(raw)
+
+
+def from_dict(raw: dict) -> SwitchConfig:
+    ports = [PortConfig(**p) for p in raw.pop("ports", [])]
+    try:
+        cfg = SwitchConfig(ports=ports, **raw)
+    except TypeError as e:
+        raise ConfigError(f"unknown switch config key: {e}") from e
+    if not cfg.dpdk_include:
+        cfg.dpdk_include = default_dpdk_include()
+    cfg.validate()
+    return cfg

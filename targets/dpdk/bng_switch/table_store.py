@@ -1,0 +1,301 @@
+"""Table entries as P4Runtime wrote them, and their translation to pipeline ops.
+
+The store is the hash index of the table manager: it answers "does this key
+exist" in O(1), keeps each entry exactly as written (so Read returns it), and
+turns every accepted update into a libbsw op. Validation follows the
+P4Runtime spec (section 9.1): every error names the field or id at fault.
+"""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+
+import grpc
+from p4.v1 import p4runtime_pb2 as p4r
+
+from . import libbsw
+from .pipeline_map import MT, PipelineMap, TableMap
+
+Update = p4r.Update
+
+# SWX wildcard priority: 0 is the highest. P4Runtime: larger wins.
+_SWX_PRIO_BASE = 1 << 31
+
+
+class P4RuntimeError(Exception):
+    """An error for one update or one request, with its gRPC code."""
+
+    def __init__(self, code: grpc.StatusCode, message: str):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def _invalid(msg: str) -> P4RuntimeError:
+    return P4RuntimeError(grpc.StatusCode.INVALID_ARGUMENT, msg)
+
+
+def decode_value(data: bytes, bitwidth: int, what: str) -> int:
+    """A P4Runtime bytestring as an int, refusing values wider than bitwidth."""
+    if not data:
+        raise _invalid(f"{what}: empty value")
+    value = int.from_bytes(data, "big")
+    if value >> bitwidth:
+        raise _invalid(f"{what}: value 0x{data.hex()} does not fit in {bitwidth} bits")
+    return value
+
+
+def canonical(value: int, bitwidth: int) -> bytes:
+    """P4Runtime canonical bytestring: no leading zero bytes, at least one byte."""
+    return value.to_bytes(max(1, (value.bit_length() + 7) // 8), "big")
+
+
+@dataclass
+class StoredEntry:
+    proto: p4r.TableEntry
+    swx: libbsw.EntryBytes
+
+
+class TableState:
+    def __init__(self, tmap: TableMap):
+        self.map = tmap
+        self.entries: dict[tuple, StoredEntry] = {}
+        self.default_proto: p4r.TableEntry | None = None  # None: the program's initial default
+        self.rebuild_pending = False
+
+
+class TableStore:
+    def __init__(self, pmap: PipelineMap):
+        self.pmap = pmap
+        self.tables = {tid: TableState(t) for tid, t in pmap.tables.items()}
+
+    # ---- decoding ----
+    def _table(self, table_id: int) -> TableState:
+        t = self.tables.get(table_id)
+        if t is None:
+            raise P4RuntimeError(grpc.StatusCode.NOT_FOUND, f"table id {table_id} is not in the P4Info")
+        return t
+
+    def _match(self, t: TableMap, entry: p4r.TableEntry) -> tuple[tuple, bytes, bytes | None, int]:
+        """Canonical key (dict key), key bytes, mask bytes (wildcard tables), SWX priority."""
+        seen: dict[int, p4r.FieldMatch] = {}
+        for fm in entry.match:
+            if fm.field_id not in t.fields:
+                raise _invalid(f"table {t.name}: match field id {fm.field_id} is not in the P4Info")
+            if fm.field_id in seen:
+                raise _invalid(f"table {t.name}: match field id {fm.field_id} given twice")
+            seen[fm.field_id] = fm
+        key = bytearray(t.key_size)
+        mask = None if t.is_exact else bytearray(t.key_size)
+        canon = []
+        prio = 0
+        for fid in sorted(t.fields):
+            f = t.fields[fid]
+            fm = seen.get(fid)
+            what = f"table {t.name} field {f.name} (id {fid})"
+            if fm is None:
+                if f.match_type == MT.EXACT:
+                    raise _invalid(f"{what}: exact field missing")
+                continue  # don't care: zero value and mask
+            kind = fm.WhichOneof("field_match_type")
+            n = f.swx_bits // 8
+            if f.match_type == MT.EXACT:
+                if kind != "exact":
+                    raise _invalid(f"{what}: expects an exact match, got {kind}")
+                v = decode_value(fm.exact.value, f.bitwidth, what)
+                m = (1 << f.bitwidth) - 1
+                canon.append((fid, v))
+            elif f.match_type == MT.LPM:
+                if kind != "lpm":
+                    raise _invalid(f"{what}: expects an LPM match, got {kind}")
+                plen = fm.lpm.prefix_len
+                if plen <= 0 or plen > f.bitwidth:
+                    raise _invalid(f"{what}: prefix length {plen} out of 1..{f.bitwidth} "
+                                   "(a /0 match is expressed by omitting the field)")
+                v = decode_value(fm.lpm.value, f.bitwidth, what)
+                m = ((1 << plen) - 1) << (f.bitwidth - plen)
+                if v & ~m:
+                    raise _invalid(f"{what}: value has bits set beyond the /{plen} prefix")
+                prio += f.bitwidth - plen
+                canon.append((fid, v, plen))
+            elif f.match_type in (MT.TERNARY, MT.OPTIONAL):
+                if f.match_type == MT.TERNARY:
+                    if kind != "ternary":
+                        raise _invalid(f"{what}: expects a ternary match, got {kind}")
+                    v = decode_value(fm.ternary.value, f.bitwidth, what)
+                    m = decode_value(fm.ternary.mask, f.bitwidth, what + " mask")
+                    if m == 0:
+                        raise _invalid(f"{what}: zero mask (omit the field for don't care)")
+                    if v & ~m:
+                        raise _invalid(f"{what}: value has bits outside the mask")
+                else:
+                    if kind != "optional":
+                        raise _invalid(f"{what}: expects an optional match, got {kind}")
+                    v = decode_value(fm.optional.value, f.bitwidth, what)
+                    m = (1 << f.bitwidth) - 1
+                canon.append((fid, v, m))
+            else:
+                raise P4RuntimeError(grpc.StatusCode.UNIMPLEMENTED, f"{what}: match type not supported")
+            key[f.offset:f.offset + n] = f.encode(v)
+            if mask is not None:
+                mask[f.offset:f.offset + n] = f.encode(m)
+        if t.needs_priority:
+            if entry.priority <= 0:
+                raise _invalid(f"table {t.name}: ternary/optional tables need a priority > 0")
+            prio = _SWX_PRIO_BASE - entry.priority
+            canon.append(("priority", entry.priority))
+        elif entry.priority:
+            raise _invalid(f"table {t.name}: priority must be 0 for a table without ternary/optional fields")
+        return tuple(canon), bytes(key), (bytes(mask) if mask is not None else None), prio
+
+    def _action(self, t: TableMap, entry: p4r.TableEntry, for_default: bool) -> tuple[int, bytes]:
+        kind = entry.action.WhichOneof("type")
+        if kind is None:
+            raise _invalid(f"table {t.name}: entry has no action")
+        if kind != "action":
+            raise P4RuntimeError(grpc.StatusCode.UNIMPLEMENTED,
+                                 f"table {t.name}: {kind} (action profiles) not supported")
+        a = entry.action.action
+        am = t.actions.get(a.action_id)
+        if am is None:
+            raise _invalid(f"table {t.name}: action id {a.action_id} is not an action of this table")
+        if for_default and a.action_id not in t.default_action_ids:
+            raise _invalid(f"table {t.name}: action {am.name} is @tableonly, not a default action")
+        if not for_default and a.action_id not in t.entry_action_ids:
+            raise _invalid(f"table {t.name}: action {am.name} is @defaultonly")
+        values: dict[int, int] = {}
+        for p in a.params:
+            pm = am.params.get(p.param_id)
+            if pm is None:
+                raise _invalid(f"action {am.name}: parameter id {p.param_id} is not in the P4Info")
+            if p.param_id in values:
+                raise _invalid(f"action {am.name}: parameter {pm.name} given twice")
+            values[p.param_id] = decode_value(p.value, pm.bitwidth, f"action {am.name} parameter {pm.name}")
+        missing = [pm.name for pid, pm in am.params.items() if pid not in values]
+        if missing:
+            raise _invalid(f"action {am.name}: parameter(s) {', '.join(missing)} missing")
+        return am.swx_id, am.encode(values, t.data_size)
+
+    # ---- updates ----
+    def apply(self, update: p4r.Update, ops: list, undo: list) -> None:
+        """Check one table update against the store, record it and its op.
+
+        `undo` gets closures that restore the store if the batch's commit
+        fails in the pipeline."""
+        te = update.entity.table_entry
+        ts = self._table(te.table_id)
+        t = ts.map
+        if te.is_default_action:
+            return self._apply_default(ts, update, ops, undo)
+        if te.HasField("counter_data") or te.HasField("meter_config"):
+            raise P4RuntimeError(grpc.StatusCode.UNIMPLEMENTED, "direct counters/meters are not supported")
+        canon, key, mask, prio = self._match(t, te)
+        old = ts.entries.get(canon)
+        if update.type == Update.INSERT:
+            if old is not None:
+                raise P4RuntimeError(grpc.StatusCode.ALREADY_EXISTS, f"table {t.name}: entry already exists")
+            if len(ts.entries) >= t.size:
+                raise P4RuntimeError(grpc.StatusCode.RESOURCE_EXHAUSTED, f"table {t.name} is full ({t.size})")
+        elif update.type in (Update.MODIFY, Update.DELETE):
+            if old is None:
+                raise P4RuntimeError(grpc.StatusCode.NOT_FOUND, f"table {t.name}: no such entry")
+        else:
+            raise _invalid("update type unspecified")
+
+        if update.type == Update.DELETE:
+            del ts.entries[canon]
+            undo.append(lambda: ts.entries.__setitem__(canon, old))
+            if t.is_exact:
+                ops.append(libbsw.Op(kind=libbsw.OP_DEL, table_id=t.swx_id, entry=old.swx.to_c(),
+                                     undo=old.swx.to_c()))
+            else:
+                ts.rebuild_pending = True
+            return
+
+        action_id, data = self._action(t, te, for_default=False)
+        swx = libbsw.EntryBytes(key, action_id, data, mask, prio)
+        stored = StoredEntry(copy.deepcopy(te), swx)
+        ts.entries[canon] = stored
+        if old is None:
+            undo.append(lambda: ts.entries.pop(canon, None))
+        else:
+            undo.append(lambda: ts.entries.__setitem__(canon, old))
+        if t.is_exact:
+            ops.append(libbsw.Op(kind=libbsw.OP_ADD, table_id=t.swx_id, entry=swx.to_c(),
+                                 undo=old.swx.to_c() if old else libbsw.Entry()))
+        else:
+            ts.rebuild_pending = True
+
+    def _apply_default(self, ts: TableState, update: p4r.Update, ops: list, undo: list) -> None:
+        t = ts.map
+        te = update.entity.table_entry
+        if update.type != Update.MODIFY:
+            raise _invalid(f"table {t.name}: the default entry can only be modified")
+        if te.match:
+            raise _invalid(f"table {t.name}: the default entry has no match fields")
+        if t.const_default_action_id:
+            raise P4RuntimeError(grpc.StatusCode.PERMISSION_DENIED, f"table {t.name}: default action is const")
+        old = ts.default_proto
+        if te.HasField("action"):
+            action_id, data = self._action(t, te, for_default=True)
+            ts.default_proto = copy.deepcopy(te)
+        else:  # reset to the program's default
+            if t.initial_default is None:
+                raise _invalid(f"table {t.name}: no initial default action known")
+            aid, values = t.initial_default
+            am = t.actions[aid]
+            action_id, data = am.swx_id, am.encode(values, t.data_size)
+            ts.default_proto = None
+        undo.append(lambda: setattr(ts, "default_proto", old))
+        ops.append(libbsw.Op(kind=libbsw.OP_DEFAULT, table_id=t.swx_id,
+                             entry=libbsw.Entry(None, None, 0, action_id, data if data else None)))
+
+    def rebuild_ops(self, keep: list) -> list:
+        """One REBUILD op per wildcard table changed in this batch."""
+        ops = []
+        for ts in self.tables.values():
+            if not ts.rebuild_pending:
+                continue
+            ts.rebuild_pending = False
+            entries = [e.swx.to_c() for e in ts.entries.values()]
+            arr = (libbsw.Entry * max(1, len(entries)))(*entries)
+            keep.append((entries, arr))
+            ops.append(libbsw.Op(kind=libbsw.OP_REBUILD, table_id=ts.map.swx_id, entries=arr,
+                                 n_entries=len(entries)))
+        return ops
+
+    def clear_pending(self) -> None:
+        for ts in self.tables.values():
+            ts.rebuild_pending = False
+
+    # ---- reads ----
+    def read(self, te: p4r.TableEntry):
+        """Entries matching a Read request's TableEntry (wildcards per spec 11.1)."""
+        states = self.tables.values() if te.table_id == 0 else [self._table(te.table_id)]
+        for ts in states:
+            if te.is_default_action:
+                yield self.default_entry(ts)
+                continue
+            if te.match:
+                canon, *_ = self._match(ts.map, te)
+                e = ts.entries.get(canon)
+                if e is not None:
+                    yield e.proto
+                continue
+            for e in ts.entries.values():
+                if te.priority and e.proto.priority != te.priority:
+                    continue
+                yield e.proto
+
+    def default_entry(self, ts: TableState) -> p4r.TableEntry:
+        if ts.default_proto is not None:
+            return ts.default_proto
+        te = p4r.TableEntry(table_id=ts.map.id, is_default_action=True)
+        if ts.map.initial_default:
+            aid, values = ts.map.initial_default
+            act = te.action.action
+            act.action_id = aid
+            am = ts.map.actions[aid]
+            for pid in sorted(am.params):
+                act.params.add(param_id=pid, value=canonical(values.get(pid, 0), am.params[pid].bitwidth))
+        return te

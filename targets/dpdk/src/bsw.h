@@ -1,0 +1,175 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * bsw: the BNG switch library. A small DPDK library that runs any program
+ * compiled by p4c-dpdk on the DPDK 22.11 SWX pipeline:
+ *   - EAL, mempool, ports (ethdev over af_packet/tap/PCI, rings for the CPU port),
+ *   - pipeline build through rte_swx_pipeline_codegen() + gcc + build_from_lib,
+ *   - N worker lcores, each running its own pipeline instance,
+ *   - a table manager that replaces rte_swx_ctl for table writes (O(1) per
+ *     exact-match entry, double-buffered, one consistent update for all
+ *     instances),
+ *   - packet-in/out through the CPU port rings.
+ *
+ * It is driven by the P4Runtime server (Python, through ctypes): that is why
+ * the interface is flat structs and raw byte buffers. Every function returns 0
+ * or a negative errno and, where it helps, fills bsw_last_error().
+ */
+#ifndef BSW_H
+#define BSW_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define BSW_NAME_SIZE 64
+#define BSW_MAX_INSTANCES 16
+
+/* ---- process ---- */
+const char *bsw_last_error(void);
+int bsw_eal_init(int argc, char **argv);
+int bsw_mempool_create(const char *name, uint32_t n_mbufs, uint32_t mbuf_size);
+/* Probe a vdev (e.g. "net_af_packet0,iface=veth0,qpairs=2") or PCI device, then
+ * configure n_queues rx/tx queues on it and start it. */
+int bsw_ethdev_open(const char *devargs, const char *dev_name, uint32_t n_queues,
+		    uint32_t mtu, const char *mempool);
+int bsw_ring_create(const char *name, uint32_t size);
+uint32_t bsw_n_worker_lcores(void);
+
+/* ---- pipeline ---- */
+struct bsw_pipeline;
+
+/* Build n_instances pipelines from one .spec: codegen into work_dir, gcc with
+ * the DPDK internal headers found in include_dir (Debian source package of the
+ * same DPDK version), then one rte_swx_pipeline_build_from_lib() per instance,
+ * each with its own I/O spec text. */
+int bsw_pipeline_build(const char *spec_path, const char *work_dir,
+		       const char *include_dir, uint32_t n_instances,
+		       const char **iospec_texts, struct bsw_pipeline **out);
+void bsw_pipeline_free(struct bsw_pipeline *bp);
+
+/* Workers: instance i runs on the i-th worker lcore. idle_us is the longest
+ * sleep of the idle back-off (0: pure polling). */
+int bsw_workers_start(struct bsw_pipeline *bp, uint32_t idle_us);
+int bsw_workers_stop(struct bsw_pipeline *bp);
+
+/* ---- introspection (mirrors rte_swx_ctl info, flattened for ctypes) ---- */
+struct bsw_pipeline_info {
+	uint32_t n_ports_in, n_ports_out, n_actions, n_tables, n_regarrays, n_metarrays;
+};
+struct bsw_table_info {
+	char name[BSW_NAME_SIZE];
+	uint32_t n_match_fields, n_actions, size;
+	uint32_t is_exact;	/* exact-match table: incremental updates */
+	uint32_t key_size;	/* bytes of the key buffer a table entry carries */
+	uint32_t action_data_size;
+	uint32_t default_action_is_const;
+};
+struct bsw_match_field_info {
+	uint32_t match_type;	/* 0 wildcard, 1 lpm, 2 exact (enum rte_swx_table_match_type) */
+	uint32_t is_header;	/* header: network byte order; metadata: host order */
+	uint32_t n_bits;
+	uint32_t byte_offset;	/* offset inside the entry key buffer */
+};
+struct bsw_action_info {
+	char name[BSW_NAME_SIZE];
+	uint32_t n_args;
+};
+struct bsw_action_arg_info {
+	char name[BSW_NAME_SIZE];
+	uint32_t n_bits;
+	uint32_t is_network_byte_order;
+};
+struct bsw_table_action_info {
+	uint32_t action_id;
+	uint32_t for_entries;
+	uint32_t for_default;
+};
+struct bsw_array_info {
+	char name[BSW_NAME_SIZE];
+	uint32_t size;
+};
+
+int bsw_pipeline_info(struct bsw_pipeline *bp, struct bsw_pipeline_info *info);
+int bsw_table_info(struct bsw_pipeline *bp, uint32_t table_id, struct bsw_table_info *info);
+int bsw_match_field_info(struct bsw_pipeline *bp, uint32_t table_id, uint32_t field_id,
+			 struct bsw_match_field_info *info);
+int bsw_table_action_info(struct bsw_pipeline *bp, uint32_t table_id, uint32_t i,
+			  struct bsw_table_action_info *info);
+int bsw_action_info(struct bsw_pipeline *bp, uint32_t action_id, struct bsw_action_info *info);
+int bsw_action_arg_info(struct bsw_pipeline *bp, uint32_t action_id, uint32_t arg_id,
+			struct bsw_action_arg_info *info);
+int bsw_regarray_info(struct bsw_pipeline *bp, uint32_t id, struct bsw_array_info *info);
+int bsw_metarray_info(struct bsw_pipeline *bp, uint32_t id, struct bsw_array_info *info);
+
+/* ---- table manager ---- */
+enum bsw_op_kind {
+	BSW_OP_ADD = 0,		/* exact table: add or overwrite an entry */
+	BSW_OP_DEL = 1,		/* exact table: delete an entry */
+	BSW_OP_DEFAULT = 2,	/* any table: set the default action */
+	BSW_OP_REBUILD = 3,	/* wildcard table: replace all entries (entries[]) */
+};
+
+struct bsw_entry {
+	const uint8_t *key;		/* table key_size bytes */
+	const uint8_t *key_mask;	/* wildcard tables only; NULL: all bits */
+	uint32_t priority;		/* wildcard tables: 0 is the highest */
+	uint32_t action_id;
+	const uint8_t *action_data;	/* table action_data_size bytes (zero padded) */
+};
+
+struct bsw_op {
+	uint32_t kind;
+	uint32_t table_id;
+	struct bsw_entry entry;		/* ADD, DEL (key only), DEFAULT (action) */
+	/* ADD over an existing key: the entry as it was, so that a failed batch
+	 * can be rolled back; NULL key when the ADD inserts a new key. */
+	struct bsw_entry undo;
+	const struct bsw_entry *entries;	/* REBUILD */
+	uint32_t n_entries;			/* REBUILD */
+};
+
+/* Apply a batch as one update visible to the data plane at once, on every
+ * instance. On failure nothing of the batch is visible, *n_done tells which op
+ * failed, and the tables are as before. */
+int bsw_table_commit(struct bsw_pipeline *bp, const struct bsw_op *ops, uint32_t n_ops,
+		     uint32_t *n_done);
+
+/* ---- counters, meters, registers (summed / applied over instances) ---- */
+int bsw_regarray_read(struct bsw_pipeline *bp, const char *name, uint32_t index,
+		      uint64_t *value);
+int bsw_regarray_write(struct bsw_pipeline *bp, const char *name, uint32_t index,
+		       uint64_t value);
+/* Two-rate three-colour meter (RFC 2698) profile; rates in bytes/s, bursts in bytes. */
+int bsw_meter_set(struct bsw_pipeline *bp, const char *metarray, uint32_t index,
+		  uint64_t cir, uint64_t pir, uint64_t cbs, uint64_t pbs);
+int bsw_meter_reset(struct bsw_pipeline *bp, const char *metarray, uint32_t index);
+
+/* ---- ports statistics ---- */
+int bsw_port_stats(struct bsw_pipeline *bp, uint32_t port_id, uint64_t *rx_pkts,
+		   uint64_t *rx_bytes, uint64_t *tx_pkts, uint64_t *tx_bytes,
+		   uint64_t *tx_drops);
+
+/* ---- CPU port ---- */
+/* Receive one packet sent by any instance to the CPU port (rings named
+ * "<prefix><i>_in"). Blocks up to timeout_us. Returns its length, 0 on
+ * timeout, or a negative errno; -ENOSPC when buf is too small. */
+int bsw_packet_in_recv(struct bsw_pipeline *bp, uint8_t *buf, uint32_t buf_size,
+		       uint32_t timeout_us);
+/* Inject one packet into instance 0 through the CPU port's reader ring. */
+int bsw_packet_out_send(struct bsw_pipeline *bp, const uint8_t *data, uint32_t len);
+int bsw_cpu_port_config(struct bsw_pipeline *bp, const char *ring_prefix, const char *mempool);
+
+/* ---- benchmark helpers (stock rte_swx_ctl path, for comparison) ---- */
+/* Insert n entries with consecutive 32-bit keys into an exact table through
+ * rte_swx_ctl (add + commit every batch entries); writes the elapsed
+ * nanoseconds after each checkpoint count into ns_at[]. */
+int bsw_bench_stock_ctl(struct bsw_pipeline *bp, const char *table_name, uint32_t action_id,
+			uint32_t n, uint32_t batch, const uint32_t *checkpoints,
+			uint32_t n_checkpoints, uint64_t *ns_at);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Shared between the bsw modules; not part of the library interface. */
+#ifndef BSW_INTERNAL_H
+#define BSW_INTERNAL_H
+
+#include <stdint.h>
+#include <rte_ring.h>
+#include <rte_mempool.h>
+#include <rte_swx_pipeline.h>
+#include <rte_swx_ctl.h>
+#include <rte_swx_table.h>
+
+#include "bsw.h"
+
+void bsw_set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* One worker's progress, read by the table manager to know when no packet can
+ * still hold a table state that was just replaced. */
+struct bsw_worker {
+	struct rte_swx_pipeline *p;
+	uint32_t lcore_id;
+	uint32_t idle_us;
+	volatile uint64_t epoch;	/* incremented after every pipeline run */
+	volatile uint32_t idle;		/* 1: sleeping, no packet in flight */
+	volatile uint32_t running;
+	volatile uint32_t stop;
+};
+
+/* Per-table parameters the table objects were created with. */
+struct bsw_table {
+	struct rte_swx_table_ops ops;
+	struct rte_swx_table_params params;
+	char args[64];
+	int is_stub;
+	int is_exact;
+	uint32_t action_data_size;
+	uint32_t n_match_fields;
+	uint32_t first_offset;	/* bit offset of the first key field */
+};
+
+struct bsw_instance {
+	struct rte_swx_pipeline *p;
+	/* Two table state arrays: the one the data plane reads (active) and the
+	 * standby that the manager writes; they swap on commit. */
+	struct rte_swx_table_state *active;
+	struct rte_swx_table_state *standby;
+	struct rte_ring *cpu_in;	/* pipeline -> controller */
+	struct rte_ring *cpu_out;	/* controller -> pipeline */
+};
+
+struct bsw_pipeline {
+	uint32_t n_instances;
+	struct bsw_instance inst[BSW_MAX_INSTANCES];
+	struct bsw_worker workers[BSW_MAX_INSTANCES];
+	uint32_t n_tables, n_states;	/* n_states: tables + selectors + learners */
+	struct bsw_table *tables;
+	struct rte_mempool *pktmbuf_pool;	/* packet-out buffers */
+	uint32_t rr_next;		/* packet-in: next instance to poll */
+	int workers_started;
+	int released;		/* tables handed to rte_swx_ctl (benchmark) */
+};
+
+int bsw_tables_init(struct bsw_pipeline *bp);
+void bsw_tables_free(struct bsw_pipeline *bp);
+/* Drop the standby arrays: someone else (rte_swx_ctl) manages the tables now. */
+void bsw_tables_release(struct bsw_pipeline *bp);
+void bsw_workers_quiesce(struct bsw_pipeline *bp);
+
+#endif

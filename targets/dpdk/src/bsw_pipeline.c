@@ -1,0 +1,417 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Pipeline build (codegen + gcc + build_from_lib), introspection, counters and
+ * meters, port statistics. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <rte_lcore.h>
+#include <rte_meter.h>
+
+#include "bsw_internal.h"
+
+/* FNV-1a over the spec text: the compiled library is cached under this name,
+ * so reloading the same program skips gcc (seconds on a 2-core machine). */
+static uint64_t
+spec_hash(FILE *f)
+{
+	uint64_t h = 1469598103934665603ULL;
+	int c;
+
+	while ((c = fgetc(f)) != EOF)
+		h = (h ^ (uint8_t)c) * 1099511628211ULL;
+	rewind(f);
+	return h;
+}
+
+static int
+file_exists(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && st.st_size > 0;
+}
+
+static int
+codegen_and_compile(const char *spec_path, const char *work_dir, const char *include_dir,
+		    char *lib_path, size_t lib_path_size)
+{
+	char c_path[512], log_path[512], tmp_lib[600], cmd[4096];
+	const char *err_msg = NULL;
+	uint32_t err_line = 0;
+	FILE *spec, *code;
+	uint64_t h;
+	int status;
+
+	spec = fopen(spec_path, "r");
+	if (!spec) {
+		bsw_set_error("cannot open spec %s: %s", spec_path, strerror(errno));
+		return -errno;
+	}
+	h = spec_hash(spec);
+	snprintf(lib_path, lib_path_size, "%s/pipeline-%016llx.so", work_dir,
+		 (unsigned long long)h);
+	if (file_exists(lib_path)) {
+		fclose(spec);
+		return 0;
+	}
+
+	snprintf(c_path, sizeof(c_path), "%s/pipeline-%016llx.c", work_dir, (unsigned long long)h);
+	code = fopen(c_path, "w");
+	if (!code) {
+		fclose(spec);
+		bsw_set_error("cannot write %s: %s", c_path, strerror(errno));
+		return -errno;
+	}
+	status = rte_swx_pipeline_codegen(spec, code, &err_line, &err_msg);
+	fclose(spec);
+	fclose(code);
+	if (status) {
+		bsw_set_error("spec %s line %u: %s", spec_path, err_line,
+			      err_msg ? err_msg : "codegen failed");
+		return status;
+	}
+
+	/* Build to a temporary name and rename, so that a crash or a concurrent
+	 * build never leaves a half-written library under the cached name. */
+	snprintf(log_path, sizeof(log_path), "%s/pipeline-%016llx.log", work_dir,
+		 (unsigned long long)h);
+	snprintf(tmp_lib, sizeof(tmp_lib), "%s.%d.tmp", lib_path, (int)getpid());
+	snprintf(cmd, sizeof(cmd),
+		 "gcc -O3 -fPIC -shared -Wno-deprecated-declarations "
+		 "$(pkg-config --cflags libdpdk) -I '%s' -o '%s' '%s' > '%s' 2>&1",
+		 include_dir, tmp_lib, c_path, log_path);
+	status = system(cmd);
+	if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status)) {
+		bsw_set_error("gcc failed on the generated pipeline code, see %s", log_path);
+		unlink(tmp_lib);
+		return -EIO;
+	}
+	if (rename(tmp_lib, lib_path)) {
+		bsw_set_error("rename %s: %s", tmp_lib, strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+int
+bsw_pipeline_build(const char *spec_path, const char *work_dir, const char *include_dir,
+		   uint32_t n_instances, const char **iospec_texts, struct bsw_pipeline **out)
+{
+	struct bsw_pipeline *bp;
+	char lib_path[512];
+	uint32_t i;
+	int status;
+
+	if (!n_instances || n_instances > BSW_MAX_INSTANCES) {
+		bsw_set_error("instances must be 1..%d", BSW_MAX_INSTANCES);
+		return -EINVAL;
+	}
+	status = codegen_and_compile(spec_path, work_dir, include_dir, lib_path,
+				     sizeof(lib_path));
+	if (status)
+		return status;
+
+	bp = calloc(1, sizeof(*bp));
+	if (!bp)
+		return -ENOMEM;
+	bp->n_instances = n_instances;
+
+	for (i = 0; i < n_instances; i++) {
+		static uint32_t generation;
+		char name[64];
+		FILE *io;
+
+		io = fmemopen((void *)iospec_texts[i], strlen(iospec_texts[i]), "r");
+		if (!io) {
+			status = -errno;
+			goto error;
+		}
+		/* Pipeline names are process-global in DPDK: a reload gets new ones. */
+		snprintf(name, sizeof(name), "bsw%u_%u", generation++, i);
+		status = rte_swx_pipeline_build_from_lib(&bp->inst[i].p, name, lib_path, io,
+							 (int)rte_socket_id());
+		fclose(io);
+		if (status) {
+			bsw_set_error("instance %u: pipeline build from %s failed (%s); check the "
+				      "I/O spec ports and that the library matches this DPDK",
+				      i, lib_path, strerror(-status));
+			goto error;
+		}
+		bp->workers[i].p = bp->inst[i].p;
+	}
+
+	status = bsw_tables_init(bp);
+	if (status)
+		goto error;
+
+	*out = bp;
+	return 0;
+
+error:
+	bsw_pipeline_free(bp);
+	return status;
+}
+
+void
+bsw_pipeline_free(struct bsw_pipeline *bp)
+{
+	uint32_t i;
+
+	if (!bp)
+		return;
+	bsw_workers_stop(bp);
+	bsw_tables_free(bp);
+	for (i = 0; i < bp->n_instances; i++)
+		if (bp->inst[i].p)
+			rte_swx_pipeline_free(bp->inst[i].p);
+	free(bp);
+}
+
+/* ---- introspection ---- */
+
+#define P0(bp) ((bp)->inst[0].p)
+
+int
+bsw_pipeline_info(struct bsw_pipeline *bp, struct bsw_pipeline_info *info)
+{
+	struct rte_swx_ctl_pipeline_info pi;
+	int status = rte_swx_ctl_pipeline_info_get(P0(bp), &pi);
+
+	if (status)
+		return status;
+	info->n_ports_in = pi.n_ports_in;
+	info->n_ports_out = pi.n_ports_out;
+	info->n_actions = pi.n_actions;
+	info->n_tables = pi.n_tables;
+	info->n_regarrays = pi.n_regarrays;
+	info->n_metarrays = pi.n_metarrays;
+	return 0;
+}
+
+int
+bsw_table_info(struct bsw_pipeline *bp, uint32_t table_id, struct bsw_table_info *info)
+{
+	struct rte_swx_ctl_table_info ti;
+	int status;
+
+	if (table_id >= bp->n_tables)
+		return -EINVAL;
+	status = rte_swx_ctl_table_info_get(P0(bp), table_id, &ti);
+	if (status)
+		return status;
+	snprintf(info->name, sizeof(info->name), "%s", ti.name);
+	info->n_match_fields = ti.n_match_fields;
+	info->n_actions = ti.n_actions;
+	info->size = ti.size;
+	info->is_exact = bp->tables[table_id].is_exact;
+	info->key_size = bp->tables[table_id].params.key_size;
+	info->action_data_size = bp->tables[table_id].action_data_size;
+	info->default_action_is_const = ti.default_action_is_const;
+	return 0;
+}
+
+int
+bsw_match_field_info(struct bsw_pipeline *bp, uint32_t table_id, uint32_t field_id,
+		     struct bsw_match_field_info *info)
+{
+	struct rte_swx_ctl_table_match_field_info mf;
+	int status;
+
+	if (table_id >= bp->n_tables)
+		return -EINVAL;
+	status = rte_swx_ctl_table_match_field_info_get(P0(bp), table_id, field_id, &mf);
+	if (status)
+		return status;
+	info->match_type = mf.match_type;
+	info->is_header = mf.is_header;
+	info->n_bits = mf.n_bits;
+	info->byte_offset = (mf.offset - bp->tables[table_id].first_offset) / 8;
+	return 0;
+}
+
+int
+bsw_table_action_info(struct bsw_pipeline *bp, uint32_t table_id, uint32_t i,
+		      struct bsw_table_action_info *info)
+{
+	struct rte_swx_ctl_table_action_info ta;
+	int status = rte_swx_ctl_table_action_info_get(P0(bp), table_id, i, &ta);
+
+	if (status)
+		return status;
+	info->action_id = ta.action_id;
+	info->for_entries = ta.action_is_for_table_entries;
+	info->for_default = ta.action_is_for_default_entry;
+	return 0;
+}
+
+int
+bsw_action_info(struct bsw_pipeline *bp, uint32_t action_id, struct bsw_action_info *info)
+{
+	struct rte_swx_ctl_action_info ai;
+	int status = rte_swx_ctl_action_info_get(P0(bp), action_id, &ai);
+
+	if (status)
+		return status;
+	snprintf(info->name, sizeof(info->name), "%s", ai.name);
+	info->n_args = ai.n_args;
+	return 0;
+}
+
+int
+bsw_action_arg_info(struct bsw_pipeline *bp, uint32_t action_id, uint32_t arg_id,
+		    struct bsw_action_arg_info *info)
+{
+	struct rte_swx_ctl_action_arg_info ai;
+	int status = rte_swx_ctl_action_arg_info_get(P0(bp), action_id, arg_id, &ai);
+
+	if (status)
+		return status;
+	snprintf(info->name, sizeof(info->name), "%s", ai.name);
+	info->n_bits = ai.n_bits;
+	info->is_network_byte_order = ai.is_network_byte_order;
+	return 0;
+}
+
+int
+bsw_regarray_info(struct bsw_pipeline *bp, uint32_t id, struct bsw_array_info *info)
+{
+	struct rte_swx_ctl_regarray_info ri;
+	int status = rte_swx_ctl_regarray_info_get(P0(bp), id, &ri);
+
+	if (status)
+		return status;
+	snprintf(info->name, sizeof(info->name), "%s", ri.name);
+	info->size = ri.size;
+	return 0;
+}
+
+int
+bsw_metarray_info(struct bsw_pipeline *bp, uint32_t id, struct bsw_array_info *info)
+{
+	struct rte_swx_ctl_metarray_info mi;
+	int status = rte_swx_ctl_metarray_info_get(P0(bp), id, &mi);
+
+	if (status)
+		return status;
+	snprintf(info->name, sizeof(info->name), "%s", mi.name);
+	info->size = mi.size;
+	return 0;
+}
+
+/* ---- counters and meters ---- */
+
+int
+bsw_regarray_read(struct bsw_pipeline *bp, const char *name, uint32_t index, uint64_t *value)
+{
+	uint64_t sum = 0, v;
+	uint32_t i;
+	int status;
+
+	for (i = 0; i < bp->n_instances; i++) {
+		status = rte_swx_ctl_pipeline_regarray_read(bp->inst[i].p, name, index, &v);
+		if (status)
+			return status;
+		sum += v;
+	}
+	*value = sum;
+	return 0;
+}
+
+int
+bsw_regarray_write(struct bsw_pipeline *bp, const char *name, uint32_t index, uint64_t value)
+{
+	uint32_t i;
+	int status;
+
+	/* A counter reset writes 0 everywhere; a register value lives in instance 0
+	 * and the others are cleared so that a summed read returns it. */
+	for (i = 0; i < bp->n_instances; i++) {
+		status = rte_swx_ctl_pipeline_regarray_write(bp->inst[i].p, name, index,
+							     i == 0 ? value : 0);
+		if (status)
+			return status;
+	}
+	return 0;
+}
+
+/* Meter profiles are named by their parameters, so equal configurations share
+ * one profile; DPDK keeps a reference count per profile. */
+int
+bsw_meter_set(struct bsw_pipeline *bp, const char *metarray, uint32_t index, uint64_t cir,
+	      uint64_t pir, uint64_t cbs, uint64_t pbs)
+{
+	struct rte_meter_trtcm_params params = {
+		.cir = cir, .pir = pir, .cbs = cbs, .pbs = pbs,
+	};
+	char profile[64];
+	uint32_t i;
+	int status;
+
+	snprintf(profile, sizeof(profile), "p_%llx_%llx_%llx_%llx", (unsigned long long)cir,
+		 (unsigned long long)pir, (unsigned long long)cbs, (unsigned long long)pbs);
+	for (i = 0; i < bp->n_instances; i++) {
+		status = rte_swx_ctl_meter_profile_add(bp->inst[i].p, profile, &params);
+		if (status && status != -EEXIST) {
+			bsw_set_error("meter profile %s: %s", profile, strerror(-status));
+			return status;
+		}
+		status = rte_swx_ctl_meter_set(bp->inst[i].p, metarray, index, profile);
+		if (status) {
+			bsw_set_error("meter %s[%u]: %s", metarray, index, strerror(-status));
+			return status;
+		}
+	}
+	return 0;
+}
+
+int
+bsw_meter_reset(struct bsw_pipeline *bp, const char *metarray, uint32_t index)
+{
+	uint32_t i;
+	int status;
+
+	for (i = 0; i < bp->n_instances; i++) {
+		status = rte_swx_ctl_meter_reset(bp->inst[i].p, metarray, index);
+		if (status)
+			return status;
+	}
+	return 0;
+}
+
+/* ---- ports ---- */
+
+int
+bsw_port_stats(struct bsw_pipeline *bp, uint32_t port_id, uint64_t *rx_pkts,
+	       uint64_t *rx_bytes, uint64_t *tx_pkts, uint64_t *tx_bytes, uint64_t *tx_drops)
+{
+	struct rte_swx_ctl_pipeline_info pi;
+	uint32_t i;
+
+	*rx_pkts = *rx_bytes = *tx_pkts = *tx_bytes = *tx_drops = 0;
+	if (rte_swx_ctl_pipeline_info_get(P0(bp), &pi))
+		return -EINVAL;
+	for (i = 0; i < bp->n_instances; i++) {
+		struct rte_swx_port_in_stats in;
+		struct rte_swx_port_out_stats out;
+
+		memset(&in, 0, sizeof(in));
+		memset(&out, 0, sizeof(out));
+		if (port_id < pi.n_ports_in &&
+		    !rte_swx_ctl_pipeline_port_in_stats_read(bp->inst[i].p, port_id, &in)) {
+			*rx_pkts += in.n_pkts;
+			*rx_bytes += in.n_bytes;
+		}
+		if (port_id < pi.n_ports_out &&
+		    !rte_swx_ctl_pipeline_port_out_stats_read(bp->inst[i].p, port_id, &out)) {
+			*tx_pkts += out.n_pkts;
+			*tx_bytes += out.n_bytes;
+			*tx_drops += out.n_pkts_drop;
+		}
+	}
+	return 0;
+}

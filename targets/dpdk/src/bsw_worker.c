@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Worker lcores: each runs one pipeline instance. A polling lcore eats a whole
+ * core, which makes a lab on a 2-core machine unusable, so a worker that has
+ * seen no packet for a while sleeps, doubling the sleep up to idle_us.
+ */
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <rte_cycles.h>
+#include <rte_launch.h>
+#include <rte_lcore.h>
+#include <rte_pause.h>
+
+#include "bsw_internal.h"
+
+/* Instructions per rte_swx_pipeline_run() call. A packet captures the table
+ * state at rx and keeps it until tx; with 16 pipeline threads, a packet of up
+ * to QUANTUM * QUIESCE_EPOCHS / 16 instructions is done after QUIESCE_EPOCHS
+ * runs. */
+#define QUANTUM 1024
+#define QUIESCE_EPOCHS 4
+/* Runs between two looks at the rx counters (and output flushes). */
+#define CHECK_EVERY 64
+/* Consecutive empty checks before the first sleep. */
+#define EMPTY_CHECKS_BEFORE_SLEEP 16
+
+static uint64_t
+rx_total(struct rte_swx_pipeline *p, uint32_t n_ports_in)
+{
+	uint64_t sum = 0;
+	uint32_t i;
+
+	for (i = 0; i < n_ports_in; i++) {
+		struct rte_swx_port_in_stats st;
+
+		memset(&st, 0, sizeof(st));
+		rte_swx_ctl_pipeline_port_in_stats_read(p, i, &st);
+		sum += st.n_pkts;
+	}
+	return sum;
+}
+
+static int
+worker_main(void *arg)
+{
+	struct bsw_worker *w = arg;
+	struct rte_swx_ctl_pipeline_info pi;
+	uint64_t last_rx = 0, rx;
+	uint32_t empty = 0, sleep_us = 1, i;
+
+	rte_swx_ctl_pipeline_info_get(w->p, &pi);
+	while (!__atomic_load_n(&w->stop, __ATOMIC_ACQUIRE)) {
+		for (i = 0; i < CHECK_EVERY; i++) {
+			rte_swx_pipeline_run(w->p, QUANTUM);
+			__atomic_fetch_add(&w->epoch, 1, __ATOMIC_SEQ_CST);
+		}
+		rte_swx_pipeline_flush(w->p);
+
+		rx = rx_total(w->p, pi.n_ports_in);
+		if (rx != last_rx) {
+			last_rx = rx;
+			empty = 0;
+			sleep_us = 1;
+			continue;
+		}
+		if (!w->idle_us || ++empty < EMPTY_CHECKS_BEFORE_SLEEP)
+			continue;
+
+		/* No packet for EMPTY_CHECKS_BEFORE_SLEEP * CHECK_EVERY runs:
+		 * nothing is in flight, so the table manager may treat us as
+		 * quiescent while we sleep. */
+		__atomic_store_n(&w->idle, 1, __ATOMIC_SEQ_CST);
+		usleep(sleep_us);
+		__atomic_store_n(&w->idle, 0, __ATOMIC_SEQ_CST);
+		if (sleep_us < w->idle_us)
+			sleep_us = sleep_us * 2 > w->idle_us ? w->idle_us : sleep_us * 2;
+	}
+	rte_swx_pipeline_flush(w->p);
+	__atomic_store_n(&w->running, 0, __ATOMIC_RELEASE);
+	return 0;
+}
+
+int
+bsw_workers_start(struct bsw_pipeline *bp, uint32_t idle_us)
+{
+	uint32_t lcore, k = 0;
+
+	if (bp->workers_started)
+		return 0;
+	if (bsw_n_worker_lcores() < bp->n_instances) {
+		bsw_set_error("%u pipeline instances need %u worker lcores, EAL has %u",
+			      bp->n_instances, bp->n_instances, bsw_n_worker_lcores());
+		return -EINVAL;
+	}
+	RTE_LCORE_FOREACH_WORKER(lcore) {
+		struct bsw_worker *w = &bp->workers[k];
+
+		if (k == bp->n_instances)
+			break;
+		w->lcore_id = lcore;
+		w->idle_us = idle_us;
+		w->stop = 0;
+		w->idle = 0;
+		w->running = 1;
+		if (rte_eal_remote_launch(worker_main, w, lcore)) {
+			bsw_set_error("lcore %u is busy", lcore);
+			w->running = 0;
+			bsw_workers_stop(bp);
+			return -EBUSY;
+		}
+		k++;
+	}
+	bp->workers_started = 1;
+	return 0;
+}
+
+int
+bsw_workers_stop(struct bsw_pipeline *bp)
+{
+	uint32_t k;
+
+	for (k = 0; k < bp->n_instances; k++)
+		__atomic_store_n(&bp->workers[k].stop, 1, __ATOMIC_RELEASE);
+	for (k = 0; k < bp->n_instances; k++)
+		if (bp->workers[k].lcore_id && bp->workers[k].running)
+			rte_eal_wait_lcore(bp->workers[k].lcore_id);
+	bp->workers_started = 0;
+	return 0;
+}
+
+void
+bsw_workers_quiesce(struct bsw_pipeline *bp)
+{
+	uint64_t start[BSW_MAX_INSTANCES];
+	uint32_t k, pending;
+
+	if (!bp->workers_started)
+		return;
+	for (k = 0; k < bp->n_instances; k++)
+		start[k] = __atomic_load_n(&bp->workers[k].epoch, __ATOMIC_SEQ_CST);
+	do {
+		pending = 0;
+		for (k = 0; k < bp->n_instances; k++) {
+			struct bsw_worker *w = &bp->workers[k];
+
+			if (!__atomic_load_n(&w->running, __ATOMIC_SEQ_CST) ||
+			    __atomic_load_n(&w->idle, __ATOMIC_SEQ_CST))
+				continue;
+			if (__atomic_load_n(&w->epoch, __ATOMIC_SEQ_CST) - start[k] <
+			    QUIESCE_EPOCHS)
+				pending++;
+		}
+		if (pending)
+			rte_pause();
+	} while (pending);
+}
