@@ -12,7 +12,7 @@ setup:
 	bash scripts/setup.sh
 
 lab: setup
-	$(PY) -m labctl.switch_lab
+	$(PY) scripts/lab.py $(LAB_ARGS)
 
 test: setup
 	$(PY) -m pytest -ra tests

@@ -4,6 +4,9 @@
  * match kind the server handles (exact, LPM, ternary), an indirect counter, a
  * meter, a register, and the packet_in/packet_out controller headers.
  *
+ * Byte counts and meters use "Ethernet header + IPv4 total length" (14 for
+ * non-IPv4 frames): the DPDK PNA target gives the program no packet length.
+ *
  * Port 0 is the CPU port (packet-in/out); data ports start at 1.
  */
 #include <core.p4>
@@ -59,6 +62,7 @@ struct headers_t {
 struct metadata_t {
     port_t in_port;
     bit<32> meter_index;
+    bit<32> byte_len;   /* Ethernet header + IPv4 total length (see above) */
     bit<16> ether_type;
     bit<8> punt;
     bit<8> punt_reason;
@@ -170,7 +174,11 @@ control MainControlImpl(inout headers_t hdr, inout metadata_t meta,
             packet_out_port.apply();
             hdr.packet_out.setInvalid();
         } else {
-            port_rx.count(meta.in_port);
+            meta.byte_len = 14;
+            if (hdr.ipv4.isValid()) {
+                meta.byte_len = 14 + (bit<32>) hdr.ipv4.total_len;
+            }
+            port_rx.count(meta.in_port, meta.byte_len);
             scratch.write(0, meta.in_port);
             port_fwd.apply();
             l2_fwd.apply();
@@ -181,7 +189,7 @@ control MainControlImpl(inout headers_t hdr, inout metadata_t meta,
             port_meter_map.apply();
             if (meta.meter_index != 0) {
                 PNA_MeterColor_t color = port_meter.dpdk_execute(meta.meter_index, PNA_MeterColor_t.GREEN,
-                                                                 (bit<32>) hdr.ipv4.total_len);
+                                                                 meta.byte_len);
                 if (color == PNA_MeterColor_t.RED) {
                     drop_packet();
                 }

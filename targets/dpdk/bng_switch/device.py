@@ -142,7 +142,9 @@ class Device:
             f.write(pc.spec_text)
         try:
             iospecs = [cfg.iospec(k) for k in range(cfg.workers)]
-            pipeline = self.lib.pipeline_build(spec_path, cfg.work_dir, cfg.dpdk_include, iospecs)
+            pipeline = self.lib.pipeline_build(spec_path, cfg.work_dir, cfg.dpdk_include, iospecs,
+                                               cfg.pipeline_mode)
+            log.info("pipeline built (%s), %d instance(s)", pipeline.mode, len(iospecs))
         finally:
             os.unlink(spec_path)
         try:

@@ -19,6 +19,8 @@ OP_ADD, OP_DEL, OP_DEFAULT, OP_REBUILD = 0, 1, 2, 3
 
 MATCH_WILDCARD, MATCH_LPM, MATCH_EXACT = 0, 1, 2
 
+BUILD_MODES = {"compiled": 0, "interpreted": 1, "compiled-only": 2}
+
 
 class BswError(RuntimeError):
     def __init__(self, func: str, status: int, message: str):
@@ -125,12 +127,18 @@ class Library:
         return self.lib.bsw_n_worker_lcores()
 
     # ---- pipeline ----
-    def pipeline_build(self, spec_path: str, work_dir: str, include_dir: str, iospecs: list[str]) -> "Pipeline":
+    def pipeline_build(self, spec_path: str, work_dir: str, include_dir: str, iospecs: list[str],
+                       mode: str = "compiled") -> "Pipeline":
+        """Build one pipeline instance per I/O spec; mode: compiled (falls
+        back to interpreted), interpreted, compiled-only."""
         handle = ctypes.c_void_p()
+        used = ctypes.c_uint32()
         texts = (ctypes.c_char_p * len(iospecs))(*[t.encode() for t in iospecs])
         self._call("bsw_pipeline_build", spec_path.encode(), work_dir.encode(), include_dir.encode(),
-                   len(iospecs), texts, ctypes.byref(handle))
-        return Pipeline(self, handle)
+                   BUILD_MODES[mode], len(iospecs), texts, ctypes.byref(handle), ctypes.byref(used))
+        pipeline = Pipeline(self, handle)
+        pipeline.mode = "interpreted" if used.value == BUILD_MODES["interpreted"] else "compiled"
+        return pipeline
 
 
 class Pipeline:
@@ -140,6 +148,7 @@ class Pipeline:
         self.library = library
         self.handle = handle
         self._call = library._call
+        self.mode = "compiled"
 
     def free(self) -> None:
         if self.handle:

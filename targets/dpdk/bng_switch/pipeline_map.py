@@ -139,8 +139,12 @@ class ControllerHeader:
 
 
 def _context_names(context: dict | None) -> dict[str, str]:
-    """P4 name -> target (spec) name for tables and actions in context.json."""
+    """P4 name -> target (spec) name for tables, actions and externs
+    (counters, meters, registers) in p4c-dpdk's context.json."""
     names: dict[str, str] = {}
+    for x in (context or {}).get("externs", []):
+        if "name" in x and "target_name" in x:
+            names[x["name"]] = x["target_name"]
     for t in (context or {}).get("tables", []):
         if "name" in t and "target_name" in t:
             names[t["name"]] = t["target_name"]

@@ -61,6 +61,7 @@ class SwitchConfig:
     work_dir: str = "/var/lib/bng-switch"
     dpdk_include: str = ""
     name: str = "bng-switch"
+    pipeline_mode: str = "compiled"  # compiled (interpreted if gcc fails) | interpreted | compiled-only
 
     def eal_argv(self) -> list[str]:
         if self.eal_args:
@@ -107,6 +108,8 @@ class SwitchConfig:
                 raise ConfigError(f"port {p.id}: pci needs a bus address")
             if p.type == "pcap" and not p.rx_pcap:
                 raise ConfigError(f"port {p.id}: pcap needs rx_pcap")
+        if self.pipeline_mode not in ("compiled", "interpreted", "compiled-only"):
+            raise ConfigError(f"pipeline_mode {self.pipeline_mode!r}: compiled, interpreted or compiled-only")
         if not 1 <= self.workers <= 16:
             raise ConfigError("workers must be 1..16")
 

@@ -46,7 +46,9 @@ class Spec:
         return self.structs.get(a.args_struct, []) if a.args_struct else []
 
 
-_BLOCK = re.compile(r"^(struct|action|table|learner|selector)\s+(\S+)")
+# Declarations open a block; `table X` without a brace is an instruction
+# inside `apply { ... }`, which is skipped whole.
+_BLOCK = re.compile(r"^(struct|action|table|learner|selector|apply)\b\s*(\S*).*\{$")
 _FIELD = re.compile(r"^bit<(\d+)>\s+(\S+)")
 
 
@@ -76,6 +78,9 @@ def parse(text: str) -> Spec:
             if not m:
                 continue
             kind, name = m.groups()
+            if kind == "apply":
+                _, i = _block(lines, i)
+                continue
             if kind == "action":
                 # action NAME args none | action NAME args instanceof STRUCT
                 args = toks[toks.index("args") + 1] if "args" in toks else "none"

@@ -7,7 +7,6 @@ P4Runtime spec (section 9.1): every error names the field or id at fault.
 """
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 
 import grpc
@@ -78,6 +77,10 @@ class TableStore:
 
     def _match(self, t: TableMap, entry: p4r.TableEntry) -> tuple[tuple, bytes, bytes | None, int]:
         """Canonical key (dict key), key bytes, mask bytes (wildcard tables), SWX priority."""
+        if len(t.fields) == 1 and t.is_exact and len(entry.match) == 1 and not entry.priority:
+            fast = self._match_one_exact(t, entry.match[0])
+            if fast is not None:
+                return fast
         seen: dict[int, p4r.FieldMatch] = {}
         for fm in entry.match:
             if fm.field_id not in t.fields:
@@ -148,6 +151,21 @@ class TableStore:
             raise _invalid(f"table {t.name}: priority must be 0 for a table without ternary/optional fields")
         return tuple(canon), bytes(key), (bytes(mask) if mask is not None else None), prio
 
+    @staticmethod
+    def _match_one_exact(t: TableMap, fm: p4r.FieldMatch):
+        """The common per-subscriber case: one exact field. None: take the
+        general path (which produces the error message)."""
+        f = t.fields.get(fm.field_id)
+        if f is None or fm.WhichOneof("field_match_type") != "exact":
+            return None
+        v = int.from_bytes(fm.exact.value, "big")
+        if not fm.exact.value or v >> f.bitwidth:
+            return None
+        key = f.encode(v)
+        if len(key) != t.key_size:
+            key = bytes(f.offset) + key + bytes(t.key_size - f.offset - len(key))
+        return ((f.id, v),), key, None, 0
+
     def _action(self, t: TableMap, entry: p4r.TableEntry, for_default: bool) -> tuple[int, bytes]:
         kind = entry.action.WhichOneof("type")
         if kind is None:
@@ -214,7 +232,9 @@ class TableStore:
 
         action_id, data = self._action(t, te, for_default=False)
         swx = libbsw.EntryBytes(key, action_id, data, mask, prio)
-        stored = StoredEntry(copy.deepcopy(te), swx)
+        # The request's own message: upb keeps the request alive through it,
+        # and nothing mutates a request after it is parsed.
+        stored = StoredEntry(te, swx)
         ts.entries[canon] = stored
         if old is None:
             undo.append(lambda: ts.entries.pop(canon, None))
@@ -238,7 +258,7 @@ class TableStore:
         old = ts.default_proto
         if te.HasField("action"):
             action_id, data = self._action(t, te, for_default=True)
-            ts.default_proto = copy.deepcopy(te)
+            ts.default_proto = te
         else:  # reset to the program's default
             if t.initial_default is None:
                 raise _invalid(f"table {t.name}: no initial default action known")

@@ -40,13 +40,21 @@ uint32_t bsw_n_worker_lcores(void);
 /* ---- pipeline ---- */
 struct bsw_pipeline;
 
-/* Build n_instances pipelines from one .spec: codegen into work_dir, gcc with
- * the DPDK internal headers found in include_dir (Debian source package of the
- * same DPDK version), then one rte_swx_pipeline_build_from_lib() per instance,
- * each with its own I/O spec text. */
+enum bsw_build_mode {
+	BSW_BUILD_COMPILED = 0,		/* codegen + gcc; interpreted if that fails */
+	BSW_BUILD_INTERPRETED = 1,	/* DPDK's instruction interpreter */
+	BSW_BUILD_COMPILED_ONLY = 2,	/* codegen + gcc, no fallback */
+};
+
+/* Build n_instances pipelines from one .spec, each instance with its own I/O
+ * spec text. Compiled: codegen into work_dir, gcc with the DPDK internal
+ * headers found in include_dir (Debian source package of the same DPDK
+ * version), rte_swx_pipeline_build_from_lib(). Interpreted: DPDK's spec
+ * parser and rte_swx_pipeline_build(). *used_mode tells which route ran. */
 int bsw_pipeline_build(const char *spec_path, const char *work_dir,
-		       const char *include_dir, uint32_t n_instances,
-		       const char **iospec_texts, struct bsw_pipeline **out);
+		       const char *include_dir, uint32_t mode, uint32_t n_instances,
+		       const char **iospec_texts, struct bsw_pipeline **out,
+		       uint32_t *used_mode);
 void bsw_pipeline_free(struct bsw_pipeline *bp);
 
 /* Workers: instance i runs on the i-th worker lcore. idle_us is the longest

@@ -13,6 +13,7 @@
 #include <rte_meter.h>
 
 #include "bsw_internal.h"
+#include "rte_swx_pipeline_spec.h"
 
 /* FNV-1a over the spec text: the compiled library is cached under this name,
  * so reloading the same program skips gcc (seconds on a 2-core machine). */
@@ -98,9 +99,65 @@ codegen_and_compile(const char *spec_path, const char *work_dir, const char *inc
 	return 0;
 }
 
+/* The interpreted route: DPDK's own spec parser and configuration. */
+static int
+build_interpreted(const char *name, const char *spec_path, const char *iospec_text,
+		  struct rte_swx_pipeline **p)
+{
+	struct pipeline_spec *s = NULL;
+	struct pipeline_iospec *sio = NULL;
+	const char *err_msg = NULL;
+	uint32_t err_line = 0;
+	FILE *f;
+	int status;
+
+	f = fopen(spec_path, "r");
+	if (!f) {
+		bsw_set_error("cannot open spec %s: %s", spec_path, strerror(errno));
+		return -errno;
+	}
+	s = pipeline_spec_parse(f, &err_line, &err_msg);
+	fclose(f);
+	if (!s) {
+		bsw_set_error("spec %s line %u: %s", spec_path, err_line,
+			      err_msg ? err_msg : "parse error");
+		return -EINVAL;
+	}
+	f = fmemopen((void *)iospec_text, strlen(iospec_text), "r");
+	if (!f) {
+		status = -errno;
+		goto out;
+	}
+	sio = pipeline_iospec_parse(f, &err_line, &err_msg);
+	fclose(f);
+	if (!sio) {
+		bsw_set_error("I/O spec line %u: %s", err_line, err_msg ? err_msg : "parse error");
+		status = -EINVAL;
+		goto out;
+	}
+	status = rte_swx_pipeline_config(p, name, (int)rte_socket_id());
+	if (!status)
+		status = pipeline_iospec_configure(*p, sio, &err_msg);
+	if (!status)
+		status = pipeline_spec_configure(*p, s, &err_msg);
+	if (!status)
+		status = rte_swx_pipeline_build(*p);
+	if (status) {
+		bsw_set_error("interpreted pipeline build: %s (%s)", err_msg ? err_msg : "failed",
+			      strerror(-status));
+		rte_swx_pipeline_free(*p);
+		*p = NULL;
+	}
+out:
+	pipeline_iospec_free(sio);
+	pipeline_spec_free(s);
+	return status;
+}
+
 int
 bsw_pipeline_build(const char *spec_path, const char *work_dir, const char *include_dir,
-		   uint32_t n_instances, const char **iospec_texts, struct bsw_pipeline **out)
+		   uint32_t mode, uint32_t n_instances, const char **iospec_texts,
+		   struct bsw_pipeline **out, uint32_t *used_mode)
 {
 	struct bsw_pipeline *bp;
 	char lib_path[512];
@@ -111,10 +168,18 @@ bsw_pipeline_build(const char *spec_path, const char *work_dir, const char *incl
 		bsw_set_error("instances must be 1..%d", BSW_MAX_INSTANCES);
 		return -EINVAL;
 	}
-	status = codegen_and_compile(spec_path, work_dir, include_dir, lib_path,
-				     sizeof(lib_path));
-	if (status)
-		return status;
+	*used_mode = BSW_BUILD_INTERPRETED;
+	if (mode != BSW_BUILD_INTERPRETED) {
+		status = codegen_and_compile(spec_path, work_dir, include_dir, lib_path,
+					     sizeof(lib_path));
+		if (!status)
+			*used_mode = BSW_BUILD_COMPILED;
+		else if (mode == BSW_BUILD_COMPILED_ONLY)
+			return status;
+		else
+			fprintf(stderr, "bsw: compiled pipeline unavailable (%s): interpreted\n",
+				bsw_last_error());
+	}
 
 	bp = calloc(1, sizeof(*bp));
 	if (!bp)
@@ -133,9 +198,16 @@ bsw_pipeline_build(const char *spec_path, const char *work_dir, const char *incl
 		}
 		/* Pipeline names are process-global in DPDK: a reload gets new ones. */
 		snprintf(name, sizeof(name), "bsw%u_%u", generation++, i);
-		status = rte_swx_pipeline_build_from_lib(&bp->inst[i].p, name, lib_path, io,
-							 (int)rte_socket_id());
+		if (*used_mode == BSW_BUILD_COMPILED) {
+			status = rte_swx_pipeline_build_from_lib(&bp->inst[i].p, name, lib_path,
+								 io, (int)rte_socket_id());
+		} else {
+			status = build_interpreted(name, spec_path, iospec_texts[i],
+						   &bp->inst[i].p);
+		}
 		fclose(io);
+		if (status && *used_mode == BSW_BUILD_INTERPRETED)
+			goto error;	/* message already set */
 		if (status) {
 			bsw_set_error("instance %u: pipeline build from %s failed (%s); check the "
 				      "I/O spec ports and that the library matches this DPDK",

@@ -1,0 +1,171 @@
+#!/usr/bin/env python3
+"""make bench-dataplane: forwarding rate per core, pcap source -> sink.
+
+For each pipeline mode (compiled, interpreted) it measures, in the same run:
+  baseline   DPDK's plain l2fwd.spec (rx, stub table, tx to the input port),
+             shipped in Debian's dpdk-doc package
+  program    a P4 program of ours (default switch_test: port_fwd, l2_fwd with
+             --entries exact entries, ipv4_route, punt_acl, counter, meter map)
+Each worker lcore runs one pipeline instance reading its own pcap source
+(64 B frames by default, looped) and writing to a discarding sink; the rate
+is packets received by the pipeline per second per worker. Every figure is
+the median of --runs runs; the ratio program/baseline is what to compare
+across machines.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+L2FWD_SPEC = "/usr/share/dpdk/examples/pipeline/examples/l2fwd.spec"
+
+
+def make_pcap(path: Path, frame_size: int, n_flows: int) -> None:
+    from scapy.layers.inet import IP, UDP
+    from scapy.layers.l2 import Ether
+    from scapy.utils import wrpcap
+    pkts = []
+    for i in range(n_flows):
+        p = Ether(src="02:00:00:00:00:01", dst=f"02:00:00:{(i >> 16) & 0xff:02x}:{(i >> 8) & 0xff:02x}:{i & 0xff:02x}")
+        p = p / IP(src="10.0.0.1", dst=f"10.{(i >> 16) & 0xff}.{(i >> 8) & 0xff}.{i & 0xff}") / UDP(sport=1000, dport=2000)
+        pad = frame_size - 4 - len(p)  # frame_size counts the FCS, as line-rate figures do
+        pkts.append(p / (b"\0" * max(0, pad)))
+    wrpcap(str(path), pkts)
+
+
+def run_child(args) -> dict:
+    """In a child process (it owns the EAL): all measurements of one mode."""
+    from google.protobuf import text_format
+    from p4.config.v1 import p4info_pb2
+    from p4.v1 import p4runtime_pb2 as p4r
+
+    from bng_switch import libbsw, switch_config
+    from bng_switch.device import decode_device_config
+    from bng_switch.pipeline_map import PipelineMap
+    from bng_switch.swx_spec import parse
+    from bng_switch.table_store import TableStore
+    from tests.switch_process import program_files
+
+    work = Path(tempfile.mkdtemp(prefix="bench-dp-"))
+    pcap = work / "in.pcap"
+    make_pcap(pcap, args.frame_size, min(args.entries, 1024) or 1)
+    cfg = switch_config.from_dict({
+        "name": "bd", "work_dir": str(work), "workers": args.workers, "idle_us": 0,
+        "mempool_mbufs": 8192 * args.workers,
+        "ports": [{"id": 1, "type": "pcap", "rx_pcap": str(pcap), "tx_pcap": "none"}]})
+    lib = libbsw.Library()
+    lib.eal_init(cfg.eal_argv())
+    lib.mempool_create(switch_config.MEMPOOL, cfg.mempool_mbufs)
+    for k in range(args.workers):
+        lib.ring_create(switch_config.cpu_ring("bd", k, "in"), 1024)
+        lib.ring_create(switch_config.cpu_ring("bd", k, "out"), 1024)
+    iospecs = [cfg.iospec(k) for k in range(args.workers)]
+
+    def measure(p) -> float:
+        p.workers_start(0)
+        time.sleep(0.5)  # warm-up
+        a = p.port_stats(1)["rx_pkts"]
+        t0 = time.perf_counter()
+        time.sleep(args.seconds)
+        b = p.port_stats(1)["rx_pkts"]
+        dt = time.perf_counter() - t0
+        p.workers_stop()
+        return (b - a) / dt / 1e6 / args.workers
+
+    out: dict[str, list[float]] = {"baseline": [], "program": []}
+    base = lib.pipeline_build(L2FWD_SPEC, str(work), cfg.dpdk_include, iospecs,
+                              "compiled-only" if args.mode == "compiled" else "interpreted")
+    for _ in range(args.runs):
+        out["baseline"].append(measure(base))
+    base.free()
+
+    p4info_path, dc = program_files(args.program)
+    spec_text, context = decode_device_config(dc.read_bytes())
+    spec_path = work / "p.spec"
+    spec_path.write_text(spec_text)
+    p = lib.pipeline_build(str(spec_path), str(work), cfg.dpdk_include, iospecs,
+                           "compiled-only" if args.mode == "compiled" else "interpreted")
+    pmap = PipelineMap(text_format.Parse(p4info_path.read_text(), p4info_pb2.P4Info()), parse(spec_text), context)
+    pmap.bind(p)
+    store = TableStore(pmap)
+
+    def entry(table, fields, action, params):
+        t = next(t for t in pmap.tables.values() if t.name.endswith("." + table))
+        te = p4r.TableEntry(table_id=t.id)
+        for fname, v in fields.items():
+            f = next(f for f in t.fields.values() if f.name == fname)
+            te.match.add(field_id=f.id).exact.value = v.to_bytes((f.bitwidth + 7) // 8, "big")
+        a = next(a for a in t.actions.values() if a.name.endswith(action))
+        te.action.action.action_id = a.id
+        for pname, v in params.items():
+            pm = next(x for x in a.params.values() if x.name == pname)
+            te.action.action.params.add(param_id=pm.id, value=v.to_bytes((pm.bitwidth + 7) // 8, "big"))
+        u = p4r.Update(type=p4r.Update.INSERT)
+        u.entity.table_entry.CopyFrom(te)
+        return u
+
+    ops, undo, keep = [], [], []
+    store.apply(entry("port_fwd", {"in_port": 1}, "forward", {"port": 1}), ops, undo)
+    for i in range(args.entries):
+        store.apply(entry("l2_fwd", {"dst_addr": 0x020000000000 | i}, "forward", {"port": 1}), ops, undo)
+    p.table_commit(ops + store.rebuild_ops(keep))
+    for _ in range(args.runs):
+        out["program"].append(measure(p))
+    p.free()
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--program", default="switch_test")
+    ap.add_argument("--entries", type=int, default=40_000, help="exact entries installed in l2_fwd")
+    ap.add_argument("--frame-size", type=int, default=64)
+    ap.add_argument("--workers", type=int, default=1, help="worker lcores (the machine needs workers+1 cores)")
+    ap.add_argument("--seconds", type=float, default=3.0)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--modes", default="compiled,interpreted")
+    ap.add_argument("--mode", help=argparse.SUPPRESS)
+    ap.add_argument("--json", help="also write the results here")
+    args = ap.parse_args()
+    if args.mode:
+        print(json.dumps(run_child(args)))
+        return 0
+
+    if not os.path.exists(L2FWD_SPEC):
+        print(f"{L2FWD_SPEC} missing: install Debian's dpdk-doc (make setup does)")
+        return 1
+    print(f"bench-dataplane: {args.program} ({args.entries} l2_fwd entries) vs l2fwd.spec, "
+          f"{args.frame_size} B, {args.workers} worker(s), {args.runs} x {args.seconds}s runs", flush=True)
+    results = {}
+    for mode in args.modes.split(","):
+        print(f"  {mode} ...", flush=True)
+        cmd = [sys.executable, __file__, "--mode", mode] + [
+            f"--{k.replace('_', '-')}={v}" for k, v in vars(args).items()
+            if k in ("program", "entries", "frame_size", "workers", "seconds", "runs")]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            print(r.stdout[-3000:], r.stderr[-3000:])
+            return 1
+        res = json.loads(r.stdout.strip().splitlines()[-1])
+        results[mode] = {k: {"runs": v, "median_mpps": statistics.median(v)} for k, v in res.items()}
+    print(f"\n{'mode':<13}{'baseline Mpps/core':>20}{'program Mpps/core':>20}{'ratio':>8}")
+    for mode, r in results.items():
+        b, p = r["baseline"]["median_mpps"], r["program"]["median_mpps"]
+        print(f"{mode:<13}{b:>20.2f}{p:>20.2f}{p / b:>8.2f}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,233 @@
+"""The switch and its P4Runtime server, end to end, with the switch_test program.
+
+Topology: host h1 (namespace) -- sw1 [port 1] SWITCH [port 2] sw2 -- host h2
+(namespace); port 0 is the CPU port. Packets are real frames on veths.
+"""
+from __future__ import annotations
+
+import time
+
+import grpc
+import pytest
+from p4.v1 import p4runtime_pb2 as p4r
+from scapy.layers.inet import ICMP, IP, UDP
+from scapy.layers.l2 import Ether
+
+from bng_controller.p4runtime_client import P4RuntimeClient, WriteError
+from tests import netlab
+from tests.switch_process import SwitchProcess, program_files
+
+pytestmark = pytest.mark.root
+
+H1_MAC, H2_MAC = "02:00:00:00:01:01", "02:00:00:00:02:02"
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    lab = netlab.NetLab()
+    tmp = tmp_path_factory.mktemp("switch")
+    sw = None
+    try:
+        h1, h2 = lab.ns("h1"), lab.ns("h2")
+        sw1, t1 = lab.veth("sw1", "t1", ns_b=h1)
+        sw2, t2 = lab.veth("sw2", "t2", ns_b=h2)
+        for ns, dev, mac, ip in ((h1, t1, H1_MAC, "10.9.0.1/24"), (h2, t2, H2_MAC, "10.9.0.2/24")):
+            netlab.sh("ip", "-n", ns, "link", "set", dev, "address", mac)
+            netlab.sh("ip", "-n", ns, "addr", "add", ip, "dev", dev)
+        sw = SwitchProcess(tmp, f"st{lab.tag}", [
+            {"id": 1, "type": "af_packet", "iface": sw1},
+            {"id": 2, "type": "af_packet", "iface": sw2},
+        ]).start()
+        yield {"lab": lab, "sw": sw, "h1": h1, "h2": h2, "t1": t1, "t2": t2}
+    finally:
+        if sw is not None:
+            rc = sw.stop()
+            print(sw.log()[-4000:])
+            assert rc == 0, "switch did not stop cleanly on SIGTERM"
+        lab.cleanup()
+
+
+@pytest.fixture(scope="module")
+def client(lab):
+    p4info_path, device_config = program_files("switch_test")
+    c = P4RuntimeClient(lab["sw"].address, election_id=(0, 10))
+    arb = c.connect()
+    assert arb.status.code == grpc.StatusCode.OK.value[0]
+    c.set_pipeline(P4RuntimeClient.load_p4info(str(p4info_path)), device_config.read_bytes())
+    yield c
+    c.close()
+
+
+def wire(client):
+    return [client.table_entry("port_fwd", {"in_port": a}, "forward", {"port": b}) for a, b in ((1, 2), (2, 1))]
+
+
+def ping(ns: str, dst: str, count: int = 3) -> bool:
+    return netlab.sh("ip", "netns", "exec", ns, "ping", "-c", str(count), "-i", "0.2", "-W", "1", dst,
+                     check=False).returncode == 0
+
+
+def test_forwards_between_namespaces_and_stops_when_entries_go(lab, client):
+    client.insert(*wire(client))
+    assert ping(lab["h1"], "10.9.0.2")
+    client.delete(*wire(client))
+    assert client.read_table("port_fwd") == []
+    assert not ping(lab["h1"], "10.9.0.2", count=2)
+
+
+def test_counter_counts_exact_packets_and_bytes(lab, client):
+    before = client.read_counter("port_rx", 1)
+    s = netlab.raw_socket(lab["t1"], lab["h1"])
+    frame = bytes(Ether(src=H1_MAC, dst=H2_MAC) / IP(src="10.9.0.1", dst="10.9.0.2") / UDP() / (b"x" * 50))
+    for _ in range(7):
+        s.send(frame)
+    s.close()
+    want_bytes = 7 * (14 + 20 + 8 + 50)
+    deadline = time.time() + 5
+    while time.time() < deadline:
+        after = client.read_counter("port_rx", 1)
+        if after.packet_count - before.packet_count >= 7:
+            break
+        time.sleep(0.1)
+    assert after.packet_count - before.packet_count == 7
+    assert after.byte_count - before.byte_count == want_bytes
+
+
+def test_punt_gives_packet_in_with_metadata(lab, client):
+    acl = client.table_entry("punt_acl", {"ether_type": (0x88B5, 0xFFFF)}, "punt", {"reason": 1}, priority=10)
+    client.insert(acl)
+    try:
+        frame = bytes(Ether(src=H1_MAC, dst="ff:ff:ff:ff:ff:ff", type=0x88B5) / (b"punt-me" * 8))
+        s = netlab.raw_socket(lab["t1"], lab["h1"])
+        s.send(frame)
+        s.close()
+        pin = client.packet_ins.get(timeout=5)
+        assert client.packet_in_metadata(pin) == {"ingress_port": 1, "reason": 1, "_pad0": 0, "_pad1": 0}
+        assert pin.payload == frame
+    finally:
+        client.delete(acl)
+
+
+def test_packet_out_leaves_the_chosen_port_untouched(lab, client):
+    client.insert(client.table_entry("packet_out_port", {"egress_port": 2}, "forward", {"port": 2}))
+    s = netlab.raw_socket(lab["t2"], lab["h2"], timeout=3)
+    frame = bytes(Ether(src="02:00:00:00:00:99", dst=H2_MAC, type=0x88B6) / (b"from-controller" * 4))
+    client.packet_out(frame, egress_port=2)
+    deadline = time.time() + 5
+    got = None
+    while time.time() < deadline:
+        try:
+            data = s.recv(4096)
+        except TimeoutError:
+            break
+        if data == frame:
+            got = data
+            break
+    s.close()
+    assert got == frame
+
+
+def test_lpm_and_ternary_entries_read_back(client):
+    route = client.table_entry("ipv4_route", {"dst_addr": (0x0A090000, 16)}, "forward", {"port": 2})
+    client.insert(route)
+    read = client.read_table("ipv4_route")
+    assert len(read) == 1
+    assert read[0].match[0].lpm.prefix_len == 16
+    client.delete(route)
+    assert client.read_table("ipv4_route") == []
+
+
+@pytest.mark.parametrize("case", ["unknown_table", "wrong_bitwidth", "duplicate", "delete_missing"])
+def test_bad_writes_get_the_right_error_and_change_nothing(client, case):
+    good = client.table_entry("l2_fwd", {"dst_addr": 0x020000000202}, "forward", {"port": 2})
+    client.insert(good)
+    try:
+        before = client.read_table()
+        if case == "unknown_table":
+            bad = p4r.TableEntry()
+            bad.CopyFrom(good)
+            bad.table_id = 0x7FFFFFF
+            want = grpc.StatusCode.NOT_FOUND
+            op = client.insert
+        elif case == "wrong_bitwidth":
+            bad = client.table_entry("l2_fwd", {"dst_addr": b"\x01" * 7}, "forward", {"port": 2})
+            want = grpc.StatusCode.INVALID_ARGUMENT
+            op = client.insert
+        elif case == "duplicate":
+            bad, want, op = good, grpc.StatusCode.ALREADY_EXISTS, client.insert
+        else:
+            bad = client.table_entry("l2_fwd", {"dst_addr": 0x020000000999})
+            want, op = grpc.StatusCode.NOT_FOUND, client.delete
+        with pytest.raises(WriteError) as e:
+            op(bad)
+        assert [x.code for x in e.value.errors] == [want]
+        if case == "wrong_bitwidth":
+            assert "dst_addr" in e.value.errors[0].message
+        assert client.read_table() == before
+    finally:
+        client.delete(good)
+
+
+def test_batch_with_one_bad_update_applies_the_others(client):
+    ok1 = client.table_entry("l2_fwd", {"dst_addr": 0x1}, "forward", {"port": 1})
+    bad = client.table_entry("l2_fwd", {"dst_addr": 0x2}, "forward", {"port": 1})
+    bad.action.action.params[0].param_id = 99
+    ok2 = client.table_entry("l2_fwd", {"dst_addr": 0x3}, "forward", {"port": 2})
+    with pytest.raises(WriteError) as e:
+        client.insert(ok1, bad, ok2)
+    assert [(x.index, x.code) for x in e.value.errors] == [(1, grpc.StatusCode.INVALID_ARGUMENT)]
+    assert len(client.read_table("l2_fwd")) == 2
+    client.delete(ok1, ok2)
+
+
+def test_non_primary_write_is_refused_and_primary_keeps_going(lab, client):
+    backup = P4RuntimeClient(lab["sw"].address, election_id=(0, 5))
+    arb = backup.connect()
+    assert arb.status.code == grpc.StatusCode.ALREADY_EXISTS.value[0]
+    backup.use_p4info(client.names.p4info)
+    entry = client.table_entry("l2_fwd", {"dst_addr": 0x77}, "forward", {"port": 1})
+    with pytest.raises(WriteError) as e:
+        backup.insert(entry)
+    assert e.value.rpc_error.code() == grpc.StatusCode.PERMISSION_DENIED
+    assert client.read_table("l2_fwd") == []
+    backup.close()
+    client.insert(entry)
+    client.delete(entry)
+
+
+def test_meter_and_register(client):
+    m = client.names.meter("port_meter")
+    me = p4r.MeterEntry(meter_id=m.preamble.id)
+    me.index.index = 3
+    me.config.cir, me.config.cburst, me.config.pir, me.config.pburst = 1000, 1500, 2000, 3000
+    client.write([(p4r.Update.MODIFY, p4r.Entity(meter_entry=me))])
+    q = p4r.MeterEntry(meter_id=m.preamble.id)
+    q.index.index = 3
+    got = client.read(p4r.Entity(meter_entry=q))[0].meter_entry
+    assert (got.config.cir, got.config.pir) == (1000, 2000)
+    r = client.names.register("scratch")
+    re_ = p4r.RegisterEntry(register_id=r.preamble.id)
+    re_.index.index = 5
+    re_.data.bitstring = b"\x12\x34"
+    client.write([(p4r.Update.MODIFY, p4r.Entity(register_entry=re_))])
+    q = p4r.RegisterEntry(register_id=r.preamble.id)
+    q.index.index = 5
+    assert client.read(p4r.Entity(register_entry=q))[0].register_entry.data.bitstring == b"\x12\x34"
+
+
+def test_forwarding_survives_client_disconnect_and_new_primary(lab, client):
+    client.insert(*wire(client))
+    try:
+        other = P4RuntimeClient(lab["sw"].address, election_id=(0, 20))
+        assert other.connect().status.code == grpc.StatusCode.OK.value[0]
+        other.close()
+        assert ping(lab["h1"], "10.9.0.2", count=2)
+        # The old primary is primary again once the higher one left.
+        client.send_arbitration()
+        while True:
+            arb = client.arbitration.get(timeout=5)
+            if arb.status.code == grpc.StatusCode.OK.value[0]:
+                break
+        assert len(client.read_table("port_fwd")) == 2
+    finally:
+        client.delete(*wire(client))
