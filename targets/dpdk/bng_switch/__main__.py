@@ -46,8 +46,8 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(sig, lambda *_: done.set())
     done.wait()
     log.info("stopping: closing P4Runtime, flushing ports")
-    server.stop(grace=1).wait()
     service.stop()
+    server.stop(grace=1).wait()
     device.shutdown()
     return 0
 

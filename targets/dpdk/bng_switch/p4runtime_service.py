@@ -54,6 +54,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         self.stats = {"writes": 0, "updates": 0, "commits": 0, "packet_in": 0, "packet_out": 0,
                       "packet_in_no_primary": 0, "packet_out_errors": 0}
         self._writes: "queue.Queue[PendingWrite]" = queue.Queue()
+        self._streams: set[Client] = set()
         self._stop = threading.Event()
         self._threads = [threading.Thread(target=self._committer, name="p4rt-commit", daemon=True),
                          threading.Thread(target=self._packet_in_reader, name="p4rt-packet-in", daemon=True)]
@@ -63,6 +64,8 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
     def stop(self) -> None:
         self._stop.set()
         self._writes.put(None)  # type: ignore[arg-type]
+        for c in list(self._streams):  # end every StreamChannel generator
+            c.queue.put(None)
         for t in self._threads:
             t.join(timeout=2)
 
@@ -360,6 +363,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
     # ---- stream channel ----
     def StreamChannel(self, request_iterator, context):
         client = Client(queue.Queue())
+        self._streams.add(client)
         reader = threading.Thread(target=self._stream_reader, args=(request_iterator, client),
                                   name=f"p4rt-stream-{client.id}", daemon=True)
         reader.start()
@@ -372,6 +376,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                     context.abort(item.code, item.message)
                 yield item
         finally:
+            self._streams.discard(client)
             for c in self.arb.remove(client):
                 self._send_arbitration(c)
 

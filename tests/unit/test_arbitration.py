@@ -1,0 +1,55 @@
+"""Primary/backup arbitration (P4Runtime spec section 5)."""
+import queue
+
+import grpc
+import pytest
+
+from bng_switch.arbitration import Arbitration, ArbitrationError, Client
+
+
+def client():
+    return Client(queue.Queue())
+
+
+def test_highest_election_id_is_primary_and_backups_are_told():
+    arb = Arbitration(device_id=1)
+    a, b = client(), client()
+    assert arb.update(a, 1, "", (0, 5)) == [a]
+    assert arb.status_for(a)[0] == grpc.StatusCode.OK
+    notify = arb.update(b, 1, "", (0, 9))
+    assert set(notify) == {a, b}  # the primary changed: everyone hears it
+    assert arb.status_for(b)[0] == grpc.StatusCode.OK
+    assert arb.status_for(a)[0] == grpc.StatusCode.ALREADY_EXISTS
+    arb.check_primary(1, "", (0, 9))
+    with pytest.raises(ArbitrationError) as e:
+        arb.check_primary(1, "", (0, 5))
+    assert e.value.code == grpc.StatusCode.PERMISSION_DENIED
+
+
+def test_primary_leaving_promotes_the_next():
+    arb = Arbitration(device_id=1)
+    a, b = client(), client()
+    arb.update(a, 1, "", (0, 5))
+    arb.update(b, 1, "", (1, 0))
+    assert set(arb.remove(b)) == {a}
+    assert arb.primary() is a
+
+
+def test_duplicate_election_id_and_wrong_device():
+    arb = Arbitration(device_id=1)
+    a, b = client(), client()
+    arb.update(a, 1, "", (0, 5))
+    with pytest.raises(ArbitrationError) as e:
+        arb.update(b, 1, "", (0, 5))
+    assert e.value.code == grpc.StatusCode.INVALID_ARGUMENT
+    with pytest.raises(ArbitrationError) as e:
+        arb.update(b, 2, "", (0, 6))
+    assert e.value.code == grpc.StatusCode.NOT_FOUND
+
+
+def test_roles_have_separate_primaries():
+    arb = Arbitration(device_id=1)
+    a, b = client(), client()
+    arb.update(a, 1, "", (0, 5))
+    arb.update(b, 1, "pppoe", (0, 1))
+    assert arb.primary("") is a and arb.primary("pppoe") is b
