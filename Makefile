@@ -4,7 +4,7 @@
 SHELL := /bin/bash
 PY := .venv/bin/python
 P4C_DPDK ?= $(shell command -v p4c-dpdk 2>/dev/null)
-P4_PROGRAMS := switch_test
+P4_PROGRAMS := $(notdir $(patsubst %/,%,$(dir $(wildcard p4src/*/*.p4))))
 
 .PHONY: setup lab test unit-test p4 p4-check switch bench bench-tables bench-dataplane clean
 
