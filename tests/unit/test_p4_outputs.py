@@ -9,7 +9,7 @@ import pytest
 from tests.switch_process import ROOT
 
 # Every program directory of p4src/ with a top-level <name>/<name>.p4.
-PROGRAMS = sorted(d.name for d in (ROOT / "p4src").iterdir() if (d / f"{d.name}.p4").exists())
+PROGRAMS = sorted(d.name for d in (ROOT / "p4src").glob("*/") if (d / f"{d.name}.p4").exists())
 
 
 @pytest.mark.parametrize("program", PROGRAMS)
