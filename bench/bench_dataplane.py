@@ -50,7 +50,7 @@ def run_child(args) -> dict:
     from p4.v1 import p4runtime_pb2 as p4r
 
     from bng_switch import libbsw, switch_config
-    from bng_switch.device import decode_device_config
+    from bng_switch.device import create_rings, decode_device_config
     from bng_switch.pipeline_map import PipelineMap
     from bng_switch.swx_spec import parse
     from bng_switch.table_store import TableStore
@@ -66,9 +66,7 @@ def run_child(args) -> dict:
     lib = libbsw.Library()
     lib.eal_init(cfg.eal_argv())
     lib.mempool_create(switch_config.MEMPOOL, cfg.mempool_mbufs)
-    for k in range(args.workers):
-        lib.ring_create(switch_config.cpu_ring("bd", k, "in"), 1024)
-        lib.ring_create(switch_config.cpu_ring("bd", k, "out"), 1024)
+    create_rings(lib, cfg)
     iospecs = [cfg.iospec(k) for k in range(args.workers)]
 
     def measure(p) -> float:

@@ -90,7 +90,7 @@ def bench_in_process(n: int, batch: int) -> dict:
     from p4.config.v1 import p4info_pb2
 
     from bng_switch import libbsw, switch_config
-    from bng_switch.device import decode_device_config
+    from bng_switch.device import create_rings, decode_device_config
     from bng_switch.pipeline_map import PipelineMap
     from bng_switch.swx_spec import parse
     from tests.switch_process import program_files
@@ -104,8 +104,7 @@ def bench_in_process(n: int, batch: int) -> dict:
     lib = libbsw.Library()
     lib.eal_init(cfg.eal_argv())
     lib.mempool_create(switch_config.MEMPOOL, 4096)
-    lib.ring_create(switch_config.cpu_ring("bt", 0, "in"), 1024)
-    lib.ring_create(switch_config.cpu_ring("bt", 0, "out"), 1024)
+    create_rings(lib, cfg)
     p4info = text_format.Parse(p4info_path.read_text(), p4info_pb2.P4Info())
     results = {}
 

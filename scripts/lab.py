@@ -65,7 +65,7 @@ def main() -> int:
         while not stop.is_set():
             r = subprocess.run(["ip", "netns", "exec", h1, "ping", "-c", "5", "-i", "0.2", "-W", "1", "-q",
                                 "10.9.0.2"], capture_output=True, text=True)
-            loss = next((ln for ln in r.stdout.splitlines() if "packet loss" in ln), "no reply")
+            loss = next((ln for ln in r.stdout.splitlines() if "packet loss" in ln), r.stderr.strip() or "no reply")
             c = client.read_counter("port_rx", 1)
             print(f"[{time.time() - start:6.1f}s] ping h1->h2: {loss.strip()} | port 1 rx: "
                   f"{c.packet_count} pkts {c.byte_count} B", flush=True)

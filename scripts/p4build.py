@@ -59,7 +59,8 @@ def compile_program(program: str, p4c: str) -> None:
     (out / f"{program}.context.json").write_text(json.dumps(context, indent=2, sort_keys=True) + "\n")
     spec = (out / f"{program}.spec").read_text()
     (out / f"{program}.device_config.json").write_bytes(encode_device_config(spec, context))
-    version = subprocess.run([p4c, "--version"], capture_output=True, text=True).stdout.strip().splitlines()
+    v = subprocess.run([p4c, "--version"], capture_output=True, text=True)
+    version = (v.stdout + v.stderr).strip().splitlines()
     (out / "STAMP").write_text(f"sources {stamp(program)}\ncompiler {' '.join(version[-1:])}\n")
     print(f"{program}: outputs in {out.relative_to(ROOT)}")
 

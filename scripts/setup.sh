@@ -10,7 +10,7 @@ log() { printf '[setup] %s\n' "$*"; }
 
 [ "$(id -u)" = 0 ] || { echo "setup must run as root (apt, namespaces, veth)" >&2; exit 1; }
 
-APT_PKGS=(dpdk libdpdk-dev dpdk-doc pkg-config gcc make libpcap-dev iproute2 ethtool tcpdump python3 python3-venv python3-pip xz-utils ca-certificates)
+APT_PKGS=(dpdk libdpdk-dev dpdk-doc iputils-ping pkg-config gcc make libpcap-dev iproute2 ethtool tcpdump python3 python3-venv python3-pip xz-utils ca-certificates)
 missing=()
 for p in "${APT_PKGS[@]}"; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then

@@ -74,14 +74,14 @@ class NetLab:
         a, b = f"{a}{self.tag}"[:15], f"{b}{self.tag}"[:15]
         sh("ip", "link", "add", a, "mtu", str(mtu), "type", "veth", "peer", "name", b, "mtu", str(mtu))
         self.links.append(a)
-        for dev in (a,):
-            quiet(dev)
+        quiet(a)
         if ns_b:
             sh("ip", "link", "set", b, "netns", ns_b)
             sh("ip", "netns", "exec", ns_b, "sysctl", "-qw", f"net.ipv6.conf.{b}.disable_ipv6=1")
             sh("ip", "-n", ns_b, "link", "set", b, "up")
         else:
             quiet(b)
+            sh("ip", "link", "set", b, "up")
         sh("ip", "link", "set", a, "up")
         return a, b
 

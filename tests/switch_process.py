@@ -49,7 +49,7 @@ class SwitchProcess:
 
     def start(self, timeout: float = 60.0) -> "SwitchProcess":
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "bng_switch", "--config", str(self.config_path)],
+            [sys.executable, "-m", "bng_switch", "--config", str(self.config_path), "--stats-interval", "1"],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT,
             env={**os.environ, "PYTHONUNBUFFERED": "1"})
         ready = threading.Event()

@@ -34,6 +34,9 @@ def lab(tmp_path_factory):
         for ns, dev, mac, ip in ((h1, t1, H1_MAC, "10.9.0.1/24"), (h2, t2, H2_MAC, "10.9.0.2/24")):
             netlab.sh("ip", "-n", ns, "link", "set", dev, "address", mac)
             netlab.sh("ip", "-n", ns, "addr", "add", ip, "dev", dev)
+        # Static neighbours: no ARP chatter to disturb the counters.
+        netlab.sh("ip", "-n", h1, "neigh", "replace", "10.9.0.2", "lladdr", H2_MAC, "dev", t1)
+        netlab.sh("ip", "-n", h2, "neigh", "replace", "10.9.0.1", "lladdr", H1_MAC, "dev", t2)
         sw = SwitchProcess(tmp, f"st{lab.tag}", [
             {"id": 1, "type": "af_packet", "iface": sw1},
             {"id": 2, "type": "af_packet", "iface": sw2},

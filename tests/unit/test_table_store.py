@@ -152,7 +152,7 @@ def test_exact_insert_encodes_header_key_network_order_and_args(env):
     e = ops[0].entry
     assert ctypes_bytes(e, 'key', 6) == MAC
     assert ctypes_bytes(e, 'action_data', 4) == (5).to_bytes(4, "big")
-    assert e.action_id == store.pmap.actions[10].swx_id
+    assert e.action_id == store.pmap.tables[1].actions[10].swx_id
 
 
 def ctypes_bytes(entry, field, n):

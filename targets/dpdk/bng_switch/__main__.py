@@ -22,6 +22,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--p4info", help="load this P4Info (text) at start, with --device-config")
     ap.add_argument("--device-config", help="device config bundle (or .spec) to load at start")
     ap.add_argument("--log-level", default="INFO")
+    ap.add_argument("--stats-interval", type=float, default=0, help="log port counters every N seconds")
     args = ap.parse_args(argv)
     logging.basicConfig(level=args.log_level, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     log = logging.getLogger("bng_switch")
@@ -42,6 +43,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"bng-switch ready on {cfg.grpc_address}", flush=True)
 
     done = threading.Event()
+    if args.stats_interval:
+        threading.Thread(target=log_port_stats, args=(device, args.stats_interval, done), daemon=True).start()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: done.set())
     done.wait()
@@ -50,6 +53,18 @@ def main(argv: list[str] | None = None) -> int:
     server.stop(grace=1).wait()
     device.shutdown()
     return 0
+
+
+def log_port_stats(device: Device, interval: float, done: threading.Event) -> None:
+    log = logging.getLogger("bng_switch.stats")
+    while not done.wait(interval):
+        p = device.pipeline
+        if p is None:
+            continue
+        ports = [c.id for c in device.config.all_ports()]
+        log.info("ports: %s", "; ".join(
+            f"{i}: rx {s['rx_pkts']} tx {s['tx_pkts']} drop {s['tx_drops']}"
+            for i, s in ((i, p.port_stats(i)) for i in sorted(ports))))
 
 
 if __name__ == "__main__":

@@ -21,12 +21,16 @@ from p4.config.v1 import p4info_pb2
 
 from . import libbsw, swx_spec
 from .pipeline_map import PipelineMap
-from .switch_config import MEMPOOL, SwitchConfig, cpu_ring, cpu_ring_prefix
+from .switch_config import MEMPOOL, SwitchConfig, cpu_ring, cpu_ring_prefix, null_ring
 from .table_store import TableStore
 
 log = logging.getLogger("bng_switch.device")
 
 DEVICE_CONFIG_FORMAT = "bng-swx-device-config/1"
+
+# p4c-dpdk's per-port PNA direction register, and PNA_Direction_t values.
+PNA_DIRECTION_REGARRAY = "direction"
+PNA_NET_TO_HOST, PNA_HOST_TO_NET = 0, 1
 
 
 class DeviceConfigError(ValueError):
@@ -79,6 +83,14 @@ def prepare(p4info: p4info_pb2.P4Info, device_config: bytes, cookie: int = 0) ->
     return PipelineConfig(p4info, device_config, cookie, spec_text, context, spec, pmap)
 
 
+def create_rings(lib: libbsw.Library, cfg: SwitchConfig) -> None:
+    """The rings the I/O specs name: CPU port per instance, input padding."""
+    lib.ring_create(null_ring(cfg.name), 64)
+    for k in range(cfg.workers):
+        lib.ring_create(cpu_ring(cfg.name, k, "in"), 4096)
+        lib.ring_create(cpu_ring(cfg.name, k, "out"), 4096)
+
+
 class Device:
     def __init__(self, config: SwitchConfig, library: libbsw.Library | None = None):
         self.config = config
@@ -109,9 +121,7 @@ class Device:
             if p.type == "pcap":
                 continue
             self.lib.ethdev_open(p.devargs(cfg.workers), p.dev_name, cfg.workers, p.mtu, MEMPOOL)
-        for k in range(cfg.workers):
-            self.lib.ring_create(cpu_ring(cfg.name, k, "in"), 4096)
-            self.lib.ring_create(cpu_ring(cfg.name, k, "out"), 4096)
+        create_rings(self.lib, cfg)
         log.info("switch %s up: %d ports + CPU port %d, %d worker(s)", cfg.name, len(cfg.ports), cfg.cpu_port,
                  cfg.workers)
 
@@ -150,10 +160,23 @@ class Device:
         try:
             pc.pmap.bind(pipeline)
             pipeline.cpu_port_config(cpu_ring_prefix(cfg.name), MEMPOOL)
+            self._set_port_directions(pipeline, pc)
         except Exception:
             pipeline.free()
             raise
         return pipeline
+
+    def _set_port_directions(self, pipeline: libbsw.Pipeline, pc: PipelineConfig) -> None:
+        """p4c-dpdk reads PNA's istd.direction from the register array
+        `direction`, indexed by input port: the switch fills it from the
+        ports' configured direction (the CPU port is a host port)."""
+        size = pc.spec.regarrays.get(PNA_DIRECTION_REGARRAY)
+        if size is None:
+            return
+        for port in self.config.all_ports():
+            if port.id < size:
+                pipeline.regarray_write(PNA_DIRECTION_REGARRAY, port.id,
+                                        PNA_HOST_TO_NET if port.direction == "host" else PNA_NET_TO_HOST)
 
     def _exported_entries(self) -> list:
         """Entries by name, to reinstall on a new program (RECONCILE_AND_COMMIT)."""

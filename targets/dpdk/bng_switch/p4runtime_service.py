@@ -99,7 +99,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                 dev.saved = pc
                 return p4r.SetForwardingPipelineConfigResponse()
             dev.commit(pc, reconcile=request.action == A.RECONCILE_AND_COMMIT)
-            log.info("pipeline committed: %d tables, %d actions", len(pc.pmap.tables), len(pc.pmap.actions))
+            log.info("pipeline committed: %d tables, %d counters, %d meters", len(pc.pmap.tables), len(pc.pmap.counters), len(pc.pmap.meters))
         except (DeviceConfigError, SpecError, MappingError) as e:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
         except libbsw.BswError as e:

@@ -71,7 +71,7 @@ class TableMap:
     swx_name: str
     size: int
     fields: dict[int, FieldMap]
-    actions: dict[int, ActionMap]          # every action the table may use
+    actions: dict[int, ActionMap]          # every action the table may use, by P4Info id
     entry_action_ids: set[int]             # not @defaultonly
     default_action_ids: set[int]           # not @tableonly
     const_default_action_id: int
@@ -138,27 +138,32 @@ class ControllerHeader:
         return (bits << pad).to_bytes(self.n_bytes, "big")
 
 
-def _context_names(context: dict | None) -> dict[str, str]:
-    """P4 name -> target (spec) name for tables, actions and externs
-    (counters, meters, registers) in p4c-dpdk's context.json."""
+def _context_names(context: dict | None) -> tuple[dict[str, str], dict[str, dict[str, str]]]:
+    """From p4c-dpdk's context.json: P4 name -> target name for tables and
+    externs (counters, meters, registers), and per table the P4 action name ->
+    target action name (p4c-dpdk gives an action used by several tables one
+    SWX action per table: forward, forward_1, ...)."""
     names: dict[str, str] = {}
+    table_actions: dict[str, dict[str, str]] = {}
     for x in (context or {}).get("externs", []):
         if "name" in x and "target_name" in x:
             names[x["name"]] = x["target_name"]
     for t in (context or {}).get("tables", []):
         if "name" in t and "target_name" in t:
             names[t["name"]] = t["target_name"]
-        for a in t.get("actions", []):
-            if "name" in a and "target_name" in a:
-                names.setdefault(a["name"], a["target_name"])
-    return names
+            table_actions[t["name"]] = {a["name"]: a["target_name"] for a in t.get("actions", [])
+                                        if "name" in a and "target_name" in a}
+    return names, table_actions
 
 
 def _resolve(p4name: str, candidates: Iterable[str], ctx: dict[str, str]) -> str | None:
     cands = set(candidates)
     target = ctx.get(p4name)
-    if target in cands:
-        return target
+    if target is not None:
+        # context.json target names may keep the control prefix the spec drops
+        for t in (target, target.split(".")[-1], target.replace(".", "_")):
+            if t in cands:
+                return t
     last = p4name.split(".")[-1]
     for c in (p4name, p4name.replace(".", "_"), last, f"{last}_0"):
         if c in cands:
@@ -173,19 +178,8 @@ class PipelineMap:
     def __init__(self, p4info: p4info_pb2.P4Info, spec: swx_spec.Spec, context: dict | None = None):
         self.p4info = p4info
         self.spec = spec
-        ctx = _context_names(context)
-        self.actions: dict[int, ActionMap] = {}
-        for a in p4info.actions:
-            swx = _resolve(a.preamble.name, spec.actions, ctx)
-            if swx is None:
-                raise MappingError(f"action {a.preamble.name} (id {a.preamble.id}) is not in the pipeline spec")
-            self.actions[a.preamble.id] = ActionMap(
-                a.preamble.id, a.preamble.name, swx,
-                params={p.id: ParamMap(p.id, p.name, p.bitwidth) for p in a.params})
-            n_args = len(spec.action_args(swx))
-            if n_args != len(a.params):
-                raise MappingError(f"action {a.preamble.name}: P4Info has {len(a.params)} parameters, "
-                                   f"spec action {swx} has {n_args}")
+        ctx, ctx_table_actions = _context_names(context)
+        p4_actions = {a.preamble.id: a for a in p4info.actions}
 
         self.tables: dict[int, TableMap] = {}
         for t in p4info.tables:
@@ -199,7 +193,8 @@ class PipelineMap:
             for mf in t.match_fields:
                 if mf.match_type == MT.RANGE:
                     raise MappingError(f"table {t.preamble.name}: range match ({mf.name}) is not supported by SWX")
-            acts = {r.id: self.actions[r.id] for r in t.action_refs if r.id in self.actions}
+            acts = {r.id: self._table_action(t.preamble.name, st, p4_actions[r.id], ctx_table_actions)
+                    for r in t.action_refs}
             entry_ids = {r.id for r in t.action_refs if r.scope != p4info_pb2.ActionRef.DEFAULT_ONLY}
             default_ids = {r.id for r in t.action_refs if r.scope != p4info_pb2.ActionRef.TABLE_ONLY}
             self.tables[t.preamble.id] = TableMap(
@@ -241,6 +236,23 @@ class PipelineMap:
             h.preamble.name: ControllerHeader(h.preamble.name, [(m.id, m.name, m.bitwidth) for m in h.metadata])
             for h in p4info.controller_packet_metadata}
 
+    def _table_action(self, table: str, st: swx_spec.SpecTable, a, ctx_table_actions) -> ActionMap:
+        """The SWX action that implements P4 action `a` in this table."""
+        swx = _resolve(a.preamble.name, st.actions, ctx_table_actions.get(table, {}))
+        if swx is None:
+            last = a.preamble.name.split(".")[-1]
+            same = [n for n in st.actions if n == last or (n.startswith(last + "_") and n[len(last) + 1:].isdigit())]
+            swx = same[0] if len(same) == 1 else None
+        if swx is None:
+            raise MappingError(f"table {table}: action {a.preamble.name} (id {a.preamble.id}) is not among "
+                               f"the spec table's actions {st.actions}")
+        n_args = len(self.spec.action_args(swx))
+        if n_args != len(a.params):
+            raise MappingError(f"action {a.preamble.name}: P4Info has {len(a.params)} parameters, "
+                               f"spec action {swx} has {n_args}")
+        return ActionMap(a.preamble.id, a.preamble.name, swx,
+                         params={p.id: ParamMap(p.id, p.name, p.bitwidth) for p in a.params})
+
     def _initial_default(self, st: swx_spec.SpecTable, acts: dict[int, ActionMap]):
         for a in acts.values():
             if a.swx_name == st.default_action:
@@ -257,14 +269,14 @@ class PipelineMap:
         info = pipeline.info()
         swx_tables = {pipeline.table_info(i).name.decode(): i for i in range(info.n_tables)}
         swx_actions = {pipeline.action_info(i).name.decode(): i for i in range(info.n_actions)}
-        for a in self.actions.values():
-            a.swx_id = swx_actions[a.swx_name]
-            off = 0
-            for p, idx in zip(sorted(a.params.values(), key=lambda p: p.id), range(len(a.params))):
-                arg = pipeline.action_arg_info(a.swx_id, idx)
-                p.swx_bits, p.network_order, p.offset = arg.n_bits, bool(arg.is_network_byte_order), off
-                off += arg.n_bits // 8
         for t in self.tables.values():
+            for a in t.actions.values():
+                a.swx_id = swx_actions[a.swx_name]
+                off = 0
+                for p, idx in zip(sorted(a.params.values(), key=lambda p: p.id), range(len(a.params))):
+                    arg = pipeline.action_arg_info(a.swx_id, idx)
+                    p.swx_bits, p.network_order, p.offset = arg.n_bits, bool(arg.is_network_byte_order), off
+                    off += arg.n_bits // 8
             t.swx_id = swx_tables[t.swx_name]
             ti = pipeline.table_info(t.swx_id)
             t.is_exact, t.key_size, t.data_size = bool(ti.is_exact), ti.key_size, ti.action_data_size

@@ -29,6 +29,7 @@ class PortConfig:
     tx_pcap: str = "none"  # pcap: sink file, "none" discards
     mtu: int = 0
     burst: int = 32
+    direction: str = "net"  # PNA direction of packets from this port: net (NET_TO_HOST) or host
 
     @property
     def dev_name(self) -> str:
@@ -78,7 +79,11 @@ class SwitchConfig:
         return argv
 
     def iospec(self, instance: int) -> str:
-        """The SWX I/O spec of one pipeline instance."""
+        """The SWX I/O spec of one pipeline instance.
+
+        SWX wants a power-of-two number of input ports (its rx round robin is
+        a mask), so the inputs are padded with readers of an always-empty
+        ring; no output port is added."""
         lines_in, lines_out = [], []
         for p in sorted(self.all_ports(), key=lambda p: p.id):
             if p.id == self.cpu_port:
@@ -90,10 +95,13 @@ class SwitchConfig:
             else:
                 lines_in.append(f"port in {p.id} ethdev {p.dev_name} rxq {instance} bsz {p.burst}")
                 lines_out.append(f"port out {p.id} ethdev {p.dev_name} txq {instance} bsz {p.burst}")
+        n_in = len(lines_in)
+        for pad in range(n_in, 1 << (n_in - 1).bit_length()):
+            lines_in.append(f"port in {pad} ring {null_ring(self.name)} bsz 1")
         return "\n".join(lines_in + lines_out) + "\n"
 
     def all_ports(self) -> list[PortConfig]:
-        return self.ports + [PortConfig(self.cpu_port, "cpu")]
+        return self.ports + [PortConfig(self.cpu_port, "cpu", direction="host")]
 
     def validate(self) -> None:
         ids = sorted(p.id for p in self.all_ports())
@@ -106,6 +114,8 @@ class SwitchConfig:
                 raise ConfigError(f"port {p.id}: {p.type} needs iface")
             if p.type == "pci" and not p.pci:
                 raise ConfigError(f"port {p.id}: pci needs a bus address")
+            if p.direction not in ("net", "host"):
+                raise ConfigError(f"port {p.id}: direction {p.direction!r} is net or host")
             if p.type == "pcap" and not p.rx_pcap:
                 raise ConfigError(f"port {p.id}: pcap needs rx_pcap")
         if self.pipeline_mode not in ("compiled", "interpreted", "compiled-only"):
@@ -119,6 +129,11 @@ MEMPOOL = "MEMPOOL0"
 
 def cpu_ring(switch_name: str, instance: int, direction: str) -> str:
     return f"{cpu_ring_prefix(switch_name)}{instance}_{direction}"
+
+
+def null_ring(switch_name: str) -> str:
+    """A ring nothing ever writes: the padding input ports read it."""
+    return f"{switch_name[:16]}_null"
 
 
 def cpu_ring_prefix(switch_name: str) -> str:

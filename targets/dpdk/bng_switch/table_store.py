@@ -17,8 +17,10 @@ from .pipeline_map import MT, PipelineMap, TableMap
 
 Update = p4r.Update
 
-# SWX wildcard priority: 0 is the highest. P4Runtime: larger wins.
-_SWX_PRIO_BASE = 1 << 31
+# SWX wildcard priority: 0 is the highest; P4Runtime: larger wins. SWX
+# wildcard tables are DPDK ACL tables, whose priorities stop at
+# RTE_ACL_MAX_PRIORITY (0x1FFFFFFF).
+_SWX_PRIO_BASE = 0x1FFFFFFF
 
 
 class P4RuntimeError(Exception):
@@ -145,6 +147,10 @@ class TableStore:
         if t.needs_priority:
             if entry.priority <= 0:
                 raise _invalid(f"table {t.name}: ternary/optional tables need a priority > 0")
+            if entry.priority >= _SWX_PRIO_BASE:
+                raise P4RuntimeError(grpc.StatusCode.OUT_OF_RANGE,
+                                     f"table {t.name}: priority {entry.priority} above {_SWX_PRIO_BASE - 1}, "
+                                     "the largest the DPDK ACL tables take")
             prio = _SWX_PRIO_BASE - entry.priority
             canon.append(("priority", entry.priority))
         elif entry.priority:
