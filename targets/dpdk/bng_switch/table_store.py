@@ -173,30 +173,35 @@ class TableStore:
         return ((f.id, v),), key, None, 0
 
     def _action(self, t: TableMap, entry: p4r.TableEntry, for_default: bool) -> tuple[int, bytes]:
-        kind = entry.action.WhichOneof("type")
+        act = entry.action
+        kind = act.WhichOneof("type")
         if kind is None:
             raise _invalid(f"table {t.name}: entry has no action")
         if kind != "action":
             raise P4RuntimeError(grpc.StatusCode.UNIMPLEMENTED,
                                  f"table {t.name}: {kind} (action profiles) not supported")
-        a = entry.action.action
-        am = t.actions.get(a.action_id)
+        a = act.action
+        aid = a.action_id
+        am = t.actions.get(aid)
         if am is None:
-            raise _invalid(f"table {t.name}: action id {a.action_id} is not an action of this table")
-        if for_default and a.action_id not in t.default_action_ids:
-            raise _invalid(f"table {t.name}: action {am.name} is @tableonly, not a default action")
-        if not for_default and a.action_id not in t.entry_action_ids:
+            raise _invalid(f"table {t.name}: action id {aid} is not an action of this table")
+        if for_default:
+            if aid not in t.default_action_ids:
+                raise _invalid(f"table {t.name}: action {am.name} is @tableonly, not a default action")
+        elif aid not in t.entry_action_ids:
             raise _invalid(f"table {t.name}: action {am.name} is @defaultonly")
         values: dict[int, int] = {}
+        pmaps = am.params
         for p in a.params:
-            pm = am.params.get(p.param_id)
+            pid = p.param_id
+            pm = pmaps.get(pid)
             if pm is None:
-                raise _invalid(f"action {am.name}: parameter id {p.param_id} is not in the P4Info")
-            if p.param_id in values:
+                raise _invalid(f"action {am.name}: parameter id {pid} is not in the P4Info")
+            if pid in values:
                 raise _invalid(f"action {am.name}: parameter {pm.name} given twice")
-            values[p.param_id] = decode_value(p.value, pm.bitwidth, f"action {am.name} parameter {pm.name}")
-        missing = [pm.name for pid, pm in am.params.items() if pid not in values]
-        if missing:
+            values[pid] = decode_value(p.value, pm.bitwidth, f"action {am.name} parameter {pm.name}")
+        if len(values) != len(pmaps):
+            missing = [pm.name for pid, pm in pmaps.items() if pid not in values]
             raise _invalid(f"action {am.name}: parameter(s) {', '.join(missing)} missing")
         return am.swx_id, am.encode(values, t.data_size)
 
