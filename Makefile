@@ -3,8 +3,6 @@
 #   make test    install, build, run every test
 SHELL := /bin/bash
 PY := .venv/bin/python
-P4C_DPDK ?= $(shell command -v p4c-dpdk 2>/dev/null)
-P4_PROGRAMS := $(notdir $(patsubst %/,%,$(dir $(wildcard p4src/*/*.p4))))
 
 .PHONY: setup lab test unit-test p4 p4-check switch bench bench-tables bench-dataplane clean
 
@@ -20,11 +18,11 @@ test: setup
 unit-test: setup
 	$(PY) -m pytest -ra tests -m "not root"
 
-# Compile the P4 programs with p4c-dpdk (built outside this repo, see
-# README) and refresh p4src/build/ and its source stamp.
+# Compile the P4 programs of p4src/programs.yaml (all, or P4_PROGRAMS=...) with
+# p4c-dpdk / p4c-barefoot (built outside this repo, see README) and refresh
+# p4src/build/ and its source stamps.
 p4:
-	@test -n "$(P4C_DPDK)" || { echo "p4c-dpdk not on PATH: see README, 'Compiling P4'"; exit 1; }
-	for prog in $(P4_PROGRAMS); do $(PY) scripts/p4build.py --p4c "$(P4C_DPDK)" $$prog || exit 1; done
+	$(PY) scripts/p4build.py $(P4_PROGRAMS)
 
 p4-check:
 	$(PY) scripts/p4build.py --check $(P4_PROGRAMS)

@@ -1,92 +1,199 @@
 #!/usr/bin/env python3
-"""Compile a P4 program of p4src/ with p4c-dpdk into p4src/build/<program>/.
+"""Compile the P4 programs listed in p4src/programs.yaml into p4src/build/<program>/.
 
-Outputs: <program>.spec (SWX pipeline), <program>.p4info.txtpb,
-<program>.context.json, <program>.bfrt.json, <program>.device_config.json
-(the bundle SetForwardingPipelineConfig carries: spec + context), and STAMP,
-the SHA-256 of the sources the outputs came from. `--check` recomputes the
-stamp, so a test fails when someone edits a source without recompiling.
+PNA programs (p4c-dpdk): <program>.spec (SWX pipeline), .p4info.txtpb,
+.context.json, .bfrt.json, .device_config.json (the bundle that
+SetForwardingPipelineConfig carries: spec + context) and, where the program
+names an `enums` file, .enums.json (every `enum bit<N>` of it, so the
+controller reads punt/drop codes from the build instead of repeating them).
+TNA programs (p4c-barefoot): .p4info.txtpb, .bfrt.json, .context.json and
+resources.txt (the compiler's stage/table summary).
+
+Each build directory has a STAMP: the SHA-256 of the sources the outputs came
+from. `--check` recomputes it, so a test fails when someone edits a source
+without recompiling.
 """
 from __future__ import annotations
 
 import argparse
 import hashlib
 import json
+import re
+import shutil
 import subprocess
 import sys
+import tempfile
+from dataclasses import dataclass
 from pathlib import Path
+
+import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 P4SRC = ROOT / "p4src"
 BUILD = P4SRC / "build"
 sys.path.insert(0, str(ROOT / "targets" / "dpdk"))
 
+# Where p4c keeps the Tofino architecture files (tna.p4); p4c-barefoot knows
+# its own, p4test needs them on the include path.
+TOFINO_INCLUDE_CANDIDATES = [Path("/opt/p4c/src/backends/tofino/bf-p4c/p4include"),
+                             Path("/usr/local/share/p4c/p4include/tofino")]
 
-def sources(program: str) -> list[Path]:
-    """The program's own directory plus the shared include directory."""
-    files = sorted((P4SRC / program).rglob("*.p4"))
-    inc = P4SRC / "include"
-    if inc.is_dir():
-        files += sorted(inc.rglob("*.p4"))
+
+@dataclass
+class Program:
+    name: str
+    arch: str
+    main: Path
+    source_dirs: list[Path]
+    enums: Path | None
+
+
+def programs() -> dict[str, Program]:
+    spec = yaml.safe_load((P4SRC / "programs.yaml").read_text())
+    return {name: Program(name, p["arch"], P4SRC / p["main"], [P4SRC / d for d in p["sources"]],
+                          P4SRC / p["enums"] if p.get("enums") else None)
+            for name, p in spec.items()}
+
+
+def sources(prog: Program) -> list[Path]:
+    files: list[Path] = []
+    for d in prog.source_dirs:
+        files += sorted(d.rglob("*.p4"))
     return files
 
 
-def stamp(program: str) -> str:
+def stamp(prog: Program) -> str:
     h = hashlib.sha256()
-    for f in sources(program):
+    for f in sources(prog):
         h.update(str(f.relative_to(P4SRC)).encode() + b"\0" + f.read_bytes() + b"\0")
     return h.hexdigest()
 
 
-def compile_program(program: str, p4c: str) -> None:
+ENUM_RE = re.compile(r"enum\s+bit<(\d+)>\s+(\w+)\s*\{([^}]*)\}", re.S)
+MEMBER_RE = re.compile(r"(\w+)\s*=\s*(0x[0-9a-fA-F]+|\d+)")
+
+
+def parse_enums(text: str) -> dict[str, dict]:
+    """`enum bit<N> Name { A = 1, ... }` -> {Name: {bitwidth, members}}."""
+    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+    text = re.sub(r"//[^\n]*", "", text)
+    out = {}
+    for width, name, body in ENUM_RE.findall(text):
+        out[name] = {"bitwidth": int(width),
+                     "members": {m: int(v, 0) for m, v in MEMBER_RE.findall(body)}}
+    return out
+
+
+def tofino_include() -> Path | None:
+    return next((p for p in TOFINO_INCLUDE_CANDIDATES if (p / "tna.p4").exists()), None)
+
+
+def compile_pna(prog: Program, p4c: str) -> None:
     from bng_switch.device import encode_device_config
 
-    out = BUILD / program
+    out = BUILD / prog.name
     out.mkdir(parents=True, exist_ok=True)
-    main = P4SRC / program / f"{program}.p4"
+    n = prog.name
     cmd = [p4c, "--arch", "pna", "-I", str(P4SRC / "include"),
-           "--p4runtime-files", str(out / f"{program}.p4info.txtpb"),
-           "--context", str(out / f"{program}.context.json"),
-           "--bf-rt-schema", str(out / f"{program}.bfrt.json"),
-           "-o", str(out / f"{program}.spec"), str(main)]
+           "--p4runtime-files", str(out / f"{n}.p4info.txtpb"),
+           "--context", str(out / f"{n}.context.json"),
+           "--bf-rt-schema", str(out / f"{n}.bfrt.json"),
+           "-o", str(out / f"{n}.spec"), str(prog.main)]
     print(" ".join(cmd))
     subprocess.run(cmd, check=True)
-    context = json.loads((out / f"{program}.context.json").read_text())
+    context = json.loads((out / f"{n}.context.json").read_text())
     # The compile date and command change on every run: keep the outputs
     # reproducible so that a rebuild of unchanged sources changes nothing.
     for k in ("build_date", "compile_command"):
         context.pop(k, None)
-    (out / f"{program}.context.json").write_text(json.dumps(context, indent=2, sort_keys=True) + "\n")
-    spec = (out / f"{program}.spec").read_text()
-    (out / f"{program}.device_config.json").write_bytes(encode_device_config(spec, context))
+    (out / f"{n}.context.json").write_text(json.dumps(context, indent=2, sort_keys=True) + "\n")
+    spec = (out / f"{n}.spec").read_text()
+    (out / f"{n}.device_config.json").write_bytes(encode_device_config(spec, context))
+    if prog.enums:
+        (out / f"{n}.enums.json").write_text(
+            json.dumps(parse_enums(prog.enums.read_text()), indent=2, sort_keys=True) + "\n")
+    write_stamp(prog, p4c)
+
+
+def compile_tna(prog: Program, p4c: str) -> None:
+    """p4c-barefoot to Tofino 1; keeps the P4Runtime/BF-RT outputs and the
+    resource summary (the device binary is not committed)."""
+    out = BUILD / prog.name
+    out.mkdir(parents=True, exist_ok=True)
+    n = prog.name
+    with tempfile.TemporaryDirectory() as work:
+        cmd = [p4c, "--target", "tofino", "--arch", "tna", "-I", str(P4SRC / "include"),
+               "--p4runtime-files", str(out / f"{n}.p4info.txtpb"),
+               "--bf-rt-schema", str(out / f"{n}.bfrt.json"),
+               "-o", work, str(prog.main)]
+        print(" ".join(cmd))
+        subprocess.run(cmd, check=True)
+        logs = sorted(Path(work).rglob("mau.resources.log"))
+        summary = logs[0].read_text() if logs else "(no mau.resources.log produced)\n"
+        (out / "resources.txt").write_text(summary)
+    write_stamp(prog, p4c)
+
+
+def write_stamp(prog: Program, p4c: str) -> None:
     v = subprocess.run([p4c, "--version"], capture_output=True, text=True)
     version = (v.stdout + v.stderr).strip().splitlines()
-    (out / "STAMP").write_text(f"sources {stamp(program)}\ncompiler {' '.join(version[-1:])}\n")
-    print(f"{program}: outputs in {out.relative_to(ROOT)}")
+    (BUILD / prog.name / "STAMP").write_text(
+        f"sources {stamp(prog)}\ncompiler {' '.join(version[-1:])}\n")
+    print(f"{prog.name}: outputs in {(BUILD / prog.name).relative_to(ROOT)}")
 
 
-def check(program: str) -> bool:
-    f = BUILD / program / "STAMP"
+def check_tna_frontend(prog: Program, p4test: str, include: Path) -> None:
+    """Front and mid end of p4c on the TNA top, for where p4c-barefoot is absent."""
+    cmd = [p4test, "-D__TARGET_TOFINO__=1", "-I", str(include), "-I", str(P4SRC / "include"),
+           str(prog.main)]
+    print(" ".join(cmd))
+    subprocess.run(cmd, check=True)
+
+
+def check(prog: Program) -> bool:
+    f = BUILD / prog.name / "STAMP"
     if not f.exists():
-        print(f"{program}: no compiled outputs (p4src/build/{program}/STAMP missing); run `make p4`")
+        if prog.arch == "tna":
+            print(f"{prog.name}: not compiled (needs p4c-barefoot); stamp not checked")
+            return True
+        print(f"{prog.name}: no compiled outputs (p4src/build/{prog.name}/STAMP missing); run `make p4`")
         return False
     recorded = dict(line.split(" ", 1) for line in f.read_text().splitlines() if " " in line)
-    if recorded.get("sources") != stamp(program):
-        print(f"{program}: p4src sources changed since p4src/build/{program} was compiled; run `make p4`")
+    if recorded.get("sources") != stamp(prog):
+        print(f"{prog.name}: p4src sources changed since p4src/build/{prog.name} was compiled; "
+              "run `make p4`")
         return False
     return True
 
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("programs", nargs="+")
-    ap.add_argument("--p4c", default="p4c-dpdk")
-    ap.add_argument("--check", action="store_true")
+    ap.add_argument("programs", nargs="*", help="default: every program of p4src/programs.yaml")
+    ap.add_argument("--p4c-dpdk", default=shutil.which("p4c-dpdk"))
+    ap.add_argument("--p4c-barefoot", default=shutil.which("p4c-barefoot"))
+    ap.add_argument("--check", action="store_true", help="only compare STAMPs with the sources")
     args = ap.parse_args()
+    progs = programs()
+    names = args.programs or list(progs)
+    unknown = [n for n in names if n not in progs]
+    if unknown:
+        ap.error(f"unknown program(s) {unknown}; p4src/programs.yaml has {list(progs)}")
     if args.check:
-        return 0 if all([check(p) for p in args.programs]) else 1
-    for p in args.programs:
-        compile_program(p, args.p4c)
+        return 0 if all([check(progs[n]) for n in names]) else 1
+    for n in names:
+        prog = progs[n]
+        if prog.arch == "pna":
+            if not args.p4c_dpdk:
+                print("p4c-dpdk not on PATH: see README, 'Compiling P4'")
+                return 1
+            compile_pna(prog, args.p4c_dpdk)
+        elif args.p4c_barefoot:
+            compile_tna(prog, args.p4c_barefoot)
+        elif shutil.which("p4test") and tofino_include():
+            print(f"{n}: p4c-barefoot not on PATH; checking the TNA top with p4test only")
+            check_tna_frontend(prog, shutil.which("p4test"), tofino_include())
+        else:
+            print(f"{n}: skipped (needs p4c-barefoot, or p4test and p4c's Tofino include files)")
     return 0
 
 

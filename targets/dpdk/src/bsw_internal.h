@@ -46,6 +46,7 @@ struct bsw_instance {
 	struct rte_swx_table_state *standby;
 	struct rte_ring *cpu_in;	/* pipeline -> controller */
 	struct rte_ring *cpu_out;	/* controller -> pipeline */
+	void *frame_length_ports;	/* wrapped input ports (bsw_frame_length.c) */
 };
 
 struct bsw_pipeline {
@@ -65,5 +66,10 @@ void bsw_tables_free(struct bsw_pipeline *bp);
 /* Drop the standby arrays: someone else (rte_swx_ctl) manages the tables now. */
 void bsw_tables_release(struct bsw_pipeline *bp);
 void bsw_workers_quiesce(struct bsw_pipeline *bp);
+
+/* Frame length prelude (bsw_frame_length.c): 1 when the spec declares it. */
+int bsw_spec_wants_frame_length(const char *spec_path);
+/* Wrap the instance's input ports so each frame gets the prelude. */
+int bsw_frame_length_enable(struct bsw_instance *inst);
 
 #endif

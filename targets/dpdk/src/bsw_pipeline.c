@@ -215,6 +215,11 @@ bsw_pipeline_build(const char *spec_path, const char *work_dir, const char *incl
 			goto error;
 		}
 		bp->workers[i].p = bp->inst[i].p;
+		if (bsw_spec_wants_frame_length(spec_path)) {
+			status = bsw_frame_length_enable(&bp->inst[i]);
+			if (status)
+				goto error;
+		}
 	}
 
 	status = bsw_tables_init(bp);
@@ -238,9 +243,11 @@ bsw_pipeline_free(struct bsw_pipeline *bp)
 		return;
 	bsw_workers_stop(bp);
 	bsw_tables_free(bp);
-	for (i = 0; i < bp->n_instances; i++)
+	for (i = 0; i < bp->n_instances; i++) {
 		if (bp->inst[i].p)
 			rte_swx_pipeline_free(bp->inst[i].p);
+		free(bp->inst[i].frame_length_ports);
+	}
 	free(bp);
 }
 

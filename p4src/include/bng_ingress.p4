@@ -1,0 +1,765 @@
+/*
+ * The BNG's forwarding logic, architecture-neutral: tables and header
+ * rewrites only. It reads meta.in_port and meta.frame_len from the top and
+ * leaves a verdict (forward to meta.out_port, punt with a reason, or drop
+ * with a reason) plus the session to count and police; the top owns the
+ * counters, meters and the port it sends to.
+ *
+ * The work is done in two phases. Classification looks up the line, the
+ * session and the destination, checks the packet, and either decides (drop,
+ * punt) or picks a job. The job phase then rewrites the headers once, so
+ * PPPoE and L2TP upstream share one routing path.
+ */
+#ifndef BNG_INGRESS_P4
+#define BNG_INGRESS_P4
+
+#include "headers.p4"
+#include "checksum.p4"
+
+const bit<8> JOB_NONE = 0;
+const bit<8> JOB_ROUTE_UP_V4 = 1;    /* subscriber IPv4 (inner_ipv4) to the FIB */
+const bit<8> JOB_ROUTE_UP_V6 = 2;
+const bit<8> JOB_LAC_UP = 3;         /* PPPoE session -> L2TP toward the LNS */
+const bit<8> JOB_LAC_DOWN = 4;       /* L2TP from the LNS -> PPPoE */
+const bit<8> JOB_PPPOE_DOWN_V4 = 5;  /* core IPv4 -> PPPoE subscriber */
+const bit<8> JOB_PPPOE_DOWN_V6 = 6;
+const bit<8> JOB_LNS_DOWN_V4 = 7;    /* core IPv4 -> L2TP toward the LAC */
+const bit<8> JOB_LNS_DOWN_V6 = 8;
+const bit<8> JOB_ROUTE_V4 = 9;       /* core IPv4 transit */
+const bit<8> JOB_ROUTE_V6 = 10;
+
+/* Session kinds found by the PPPoE lookups. */
+const bit<8> KIND_NONE = 0;
+const bit<8> KIND_TERM_V4 = 1;       /* terminated, IPv4 source checked */
+const bit<8> KIND_TERM = 2;          /* terminated, source not checked yet */
+const bit<8> KIND_LAC = 3;
+
+control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
+
+    action drop_for(DropReason_t reason) {
+        meta.verdict = Verdict_t.DROP;
+        meta.drop_reason = reason;
+    }
+
+    action punt_for(PuntReason_t reason) {
+        meta.verdict = Verdict_t.PUNT;
+        meta.punt_reason = reason;
+    }
+
+    /* ---- lines ---------------------------------------------------------- */
+
+    action set_line(line_id_t line_id) {
+        meta.line_id = line_id;
+    }
+
+    action line_unknown() {
+        meta.line_id = 0;
+    }
+
+    /* (port, s-tag, c-tag) -> line. Untagged lines use VLAN ids 0; a
+     * single tag is the s-tag. Unknown lines still punt discovery (line 0)
+     * so the controller can create lines on demand. */
+    table line_map {
+        key = {
+            meta.in_port : exact @name("port");
+            meta.s_vid   : exact @name("s_vid");
+            meta.c_vid   : exact @name("c_vid");
+        }
+        actions = { set_line; @defaultonly line_unknown; }
+        const default_action = line_unknown();
+        size = BNG_MAX_LINES;
+    }
+
+    /* ---- PPPoE sessions (upstream) --------------------------------------- */
+
+    action pppoe_term(sess_idx_t sess_idx, bit<16> mss_clamp) {
+        meta.sess_idx = sess_idx;
+        meta.mss_clamp = mss_clamp;
+    }
+
+    action pppoe_lac(sess_idx_t sess_idx, tunnel_idx_t tunnel_idx, bit<16> peer_session_id) {
+        meta.sess_idx = sess_idx;
+        meta.tunnel_idx = tunnel_idx;
+        meta.peer_session_id = peer_session_id;
+    }
+
+    /* The upstream fast path and the IPv4 anti-spoof check in one lookup:
+     * (line, session id, client MAC, client IPv4) of a terminated session. */
+    table pppoe_up_v4 {
+        key = {
+            meta.line_id          : exact @name("line_id");
+            hdr.pppoe.session_id  : exact @name("session_id");
+            hdr.ethernet.src_addr : exact @name("src_mac");
+            hdr.inner_ipv4.src_addr : exact @name("src_ipv4");
+        }
+        actions = { pppoe_term; @defaultonly NoAction; }
+        const default_action = NoAction();
+        size = BNG_MAX_SESSIONS;
+    }
+
+    /* (line, session id, client MAC) -> session: terminated here, or
+     * switched to an L2TP tunnel (LAC). */
+    table pppoe_session {
+        key = {
+            meta.line_id          : exact @name("line_id");
+            hdr.pppoe.session_id  : exact @name("session_id");
+            hdr.ethernet.src_addr : exact @name("src_mac");
+        }
+        actions = { pppoe_term; pppoe_lac; @defaultonly NoAction; }
+        const default_action = NoAction();
+        size = BNG_MAX_SESSIONS;
+    }
+
+    action permit() { }
+
+    /* A terminated session's IPv4 addresses (L2TP LNS sessions). */
+    table ipv4_antispoof {
+        key = {
+            meta.sess_idx           : exact @name("sess_idx");
+            hdr.inner_ipv4.src_addr : exact @name("src_ipv4");
+        }
+        actions = { permit; @defaultonly NoAction; }
+        const default_action = NoAction();
+        size = BNG_MAX_SESSIONS;
+    }
+
+    /* A terminated session's IPv6 /64 prefixes (PPPoE and LNS sessions). */
+    table ipv6_antispoof {
+        key = {
+            meta.sess_idx         : exact @name("sess_idx");
+            hdr.inner_ipv6.src_hi : exact @name("src_prefix");
+        }
+        actions = { permit; @defaultonly NoAction; }
+        const default_action = NoAction();
+        size = BNG_MAX_SESSIONS;
+    }
+
+    /* ---- the BNG's own addresses ------------------------------------------ */
+
+    action set_my_station() {
+        meta.my_station = 1;
+    }
+
+    /* Router MACs per port: core-side frames for anyone else are dropped. */
+    table my_station {
+        key = {
+            meta.in_port          : exact @name("port");
+            hdr.ethernet.dst_addr : exact @name("dst_mac");
+        }
+        actions = { set_my_station; @defaultonly NoAction; }
+        const default_action = NoAction();
+        size = 1024;
+    }
+
+    action set_local() {
+        meta.is_local = 1;
+    }
+
+    /* The BNG's IPv4 addresses: L2TP endpoints, subscriber gateways, core
+     * interfaces. ARP for them and IPv4 to them are punted. */
+    table local_ipv4 {
+        key = { meta.lookup_ipv4 : exact @name("addr"); }
+        actions = { set_local; @defaultonly NoAction; }
+        const default_action = NoAction();
+        size = 1024;
+    }
+
+    /* The BNG's IPv6 addresses, their solicited-node groups included (ND). */
+    table local_ipv6 {
+        key = {
+            meta.lookup_v6_hi : exact @name("addr_hi");
+            meta.lookup_v6_lo : exact @name("addr_lo");
+        }
+        actions = { set_local; @defaultonly NoAction; }
+        const default_action = NoAction();
+        size = 1024;
+    }
+
+    /* ---- downstream sessions --------------------------------------------- */
+
+    action to_pppoe(sess_idx_t sess_idx, port_t port, bit<48> client_mac, bit<48> bng_mac,
+                    bit<16> s_tpid, bit<16> s_vid, bit<16> c_vid, bit<16> pppoe_session_id,
+                    bit<16> mss_clamp) {
+        meta.sess_idx = sess_idx;
+        meta.out_port = port;
+        meta.client_mac = client_mac;
+        meta.bng_mac = bng_mac;
+        meta.s_tpid = s_tpid;
+        meta.s_vid = s_vid;
+        meta.c_vid = c_vid;
+        meta.pppoe_session_id = pppoe_session_id;
+        meta.mss_clamp = mss_clamp;
+        meta.job = JOB_PPPOE_DOWN_V4;
+    }
+
+    action to_l2tp(sess_idx_t sess_idx, tunnel_idx_t tunnel_idx, bit<16> peer_session_id,
+                   bit<16> mss_clamp) {
+        meta.sess_idx = sess_idx;
+        meta.tunnel_idx = tunnel_idx;
+        meta.peer_session_id = peer_session_id;
+        meta.mss_clamp = mss_clamp;
+        meta.job = JOB_LNS_DOWN_V4;
+    }
+
+    /* Subscriber /32 -> session (PPPoE or LNS). Exact, so that it is
+     * updated incrementally; aggregates go in fib_v4. */
+    table ipv4_session {
+        key = { hdr.ipv4.dst_addr : exact @name("dst_ipv4"); }
+        actions = { to_pppoe; to_l2tp; @defaultonly NoAction; }
+        const default_action = NoAction();
+        size = BNG_MAX_SESSIONS;
+    }
+
+    /* Subscriber /64 -> session. */
+    table ipv6_session {
+        key = { hdr.ipv6.dst_hi : exact @name("dst_prefix"); }
+        actions = { to_pppoe; to_l2tp; @defaultonly NoAction; }
+        const default_action = NoAction();
+        size = BNG_MAX_SESSIONS;
+    }
+
+    /* ---- L2TP data sessions ------------------------------------------------ */
+
+    action lns_term(sess_idx_t sess_idx, bit<16> mss_clamp) {
+        meta.sess_idx = sess_idx;
+        meta.mss_clamp = mss_clamp;
+    }
+
+    action lac_to_pppoe(sess_idx_t sess_idx, port_t port, bit<48> client_mac, bit<48> bng_mac,
+                        bit<16> s_tpid, bit<16> s_vid, bit<16> c_vid, bit<16> pppoe_session_id) {
+        meta.sess_idx = sess_idx;
+        meta.out_port = port;
+        meta.client_mac = client_mac;
+        meta.bng_mac = bng_mac;
+        meta.s_tpid = s_tpid;
+        meta.s_vid = s_vid;
+        meta.c_vid = c_vid;
+        meta.pppoe_session_id = pppoe_session_id;
+    }
+
+    /* (local IP, peer IP, local tunnel id, local session id) -> session:
+     * terminated here (LNS) or switched back to PPPoE (LAC). */
+    table l2tp_session {
+        key = {
+            hdr.ipv4.dst_addr      : exact @name("local_ip");
+            hdr.ipv4.src_addr      : exact @name("peer_ip");
+            hdr.l2tp_ids.tunnel_id : exact @name("tunnel_id");
+            hdr.l2tp_ids.session_id : exact @name("session_id");
+        }
+        actions = { lns_term; lac_to_pppoe; @defaultonly NoAction; }
+        const default_action = NoAction();
+        size = BNG_MAX_SESSIONS;
+    }
+
+    action set_tunnel(bit<32> local_ip, bit<32> peer_ip, bit<16> peer_tunnel_id,
+                      bit<16> peer_port, nexthop_id_t nexthop_id) {
+        meta.tun_local_ip = local_ip;
+        meta.tun_peer_ip = peer_ip;
+        meta.tun_peer_tunnel_id = peer_tunnel_id;
+        meta.tun_peer_port = peer_port;
+        meta.nexthop_id = nexthop_id;
+    }
+
+    /* Tunnel -> outer header and the next hop toward the peer (resolved by
+     * the controller, so tunnelled packets need no FIB lookup). */
+    table l2tp_tunnel {
+        key = { meta.tunnel_idx : exact @name("tunnel_idx"); }
+        actions = { set_tunnel; @defaultonly NoAction; }
+        const default_action = NoAction();
+        size = BNG_MAX_TUNNELS;
+    }
+
+    /* ---- routing ---------------------------------------------------------- */
+
+    action set_nexthop(nexthop_id_t nexthop_id) {
+        meta.nexthop_id = nexthop_id;
+    }
+
+    action no_route() {
+        meta.nexthop_id = 0;
+    }
+
+    table fib_v4 {
+        key = { meta.lookup_ipv4 : lpm @name("dst_ipv4"); }
+        actions = { set_nexthop; @defaultonly no_route; }
+        const default_action = no_route();
+        size = BNG_FIB_SIZE;
+    }
+
+    table fib_v6 {
+        key = { meta.lookup_v6_hi : lpm @name("dst_prefix"); }
+        actions = { set_nexthop; @defaultonly no_route; }
+        const default_action = no_route();
+        size = BNG_FIB_SIZE;
+    }
+
+    action set_l2(port_t port, bit<48> smac, bit<48> dmac, bit<16> vid) {
+        meta.out_port = port;
+        meta.nh_smac = smac;
+        meta.nh_dmac = dmac;
+        meta.nh_vid = vid;
+    }
+
+    /* Next hop -> port, MACs and VLAN (0: untagged). */
+    table nexthop {
+        key = { meta.nexthop_id : exact @name("nexthop_id"); }
+        actions = { set_l2; @defaultonly NoAction; }
+        const default_action = NoAction();
+        size = BNG_MAX_NEXTHOPS;
+    }
+
+    apply {
+        meta.verdict = Verdict_t.DROP;
+        meta.drop_reason = DropReason_t.NONE;
+        meta.punt_reason = PuntReason_t.NONE;
+        meta.direction = Direction_t.NONE;
+        meta.job = JOB_NONE;
+        meta.sess_idx = 0;
+        meta.sess_bytes = 0;
+        meta.mss_clamp = 0;
+        meta.line_id = 0;
+        meta.session_id = 0;
+        meta.nexthop_id = 0;
+        meta.is_local = 0;
+        meta.my_station = 0;
+        bit<8> kind = KIND_NONE;
+
+        /* ================= classification ================= */
+        if (meta.parsed_len > meta.frame_len) {
+            drop_for(DropReason_t.MALFORMED);          /* truncated */
+        } else if (hdr.pppoe.isValid()) {
+            /* ---- access side: PPPoE ---- */
+            meta.s_vid = 0;
+            meta.c_vid = 0;
+            if (hdr.s_tag.isValid()) {
+                meta.s_vid = hdr.s_tag.tci & 0x0fff;
+            }
+            if (hdr.c_tag.isValid()) {
+                meta.c_vid = hdr.c_tag.tci & 0x0fff;
+            }
+            line_map.apply();
+            meta.session_id = hdr.pppoe.session_id;
+            meta.tmp32 = (bit<32>) meta.l2_len + 6 + (bit<32>) hdr.pppoe.length;
+            if (!hdr.ppp.isValid()) {
+                /* discovery: PADI, PADO, PADR, PADS, PADT */
+                if (hdr.pppoe.ver_type != 0x11 || meta.tmp32 > (bit<32>) meta.frame_len) {
+                    drop_for(DropReason_t.MALFORMED);
+                } else {
+                    punt_for(PuntReason_t.PPPOE_DISCOVERY);
+                }
+            } else if (hdr.pppoe.ver_type != 0x11 || hdr.pppoe.code != 0
+                       || hdr.pppoe.session_id == 0 || hdr.pppoe.length < 2
+                       || meta.tmp32 > (bit<32>) meta.frame_len) {
+                drop_for(DropReason_t.MALFORMED);
+            } else if (meta.line_id == 0) {
+                drop_for(DropReason_t.UNKNOWN_LINE);
+            } else {
+                meta.direction = Direction_t.UPSTREAM;
+                meta.sess_bytes = (bit<32>) (hdr.pppoe.length - 2);
+                if (hdr.inner_ipv4.isValid()) {
+                    if (pppoe_up_v4.apply().hit) {
+                        kind = KIND_TERM_V4;
+                    }
+                }
+                if (kind == KIND_NONE) {
+                    switch (pppoe_session.apply().action_run) {
+                        pppoe_term: { kind = KIND_TERM; }
+                        pppoe_lac: { kind = KIND_LAC; }
+                    }
+                }
+                if (kind == KIND_LAC) {
+                    meta.job = JOB_LAC_UP;
+                } else if (kind == KIND_TERM_V4) {
+                    if (hdr.inner_ipv4.version_ihl != 0x45
+                        || hdr.inner_ipv4.total_len + 2 != hdr.pppoe.length) {
+                        drop_for(DropReason_t.MALFORMED);
+                    } else {
+                        meta.job = JOB_ROUTE_UP_V4;
+                    }
+                } else if (kind == KIND_TERM) {
+                    if (hdr.inner_ipv4.isValid()) {
+                        drop_for(DropReason_t.SPOOFED);
+                    } else if (hdr.inner_ipv6.isValid()) {
+                        if (hdr.inner_ipv6.payload_len + 42 != hdr.pppoe.length) {
+                            drop_for(DropReason_t.MALFORMED);
+                        } else {
+                            meta.job = JOB_ROUTE_UP_V6;
+                        }
+                    } else if (hdr.ppp.protocol == PPP_IPV4 || hdr.ppp.protocol == PPP_IPV6) {
+                        drop_for(DropReason_t.MALFORMED);   /* IP shorter than its header */
+                    } else {
+                        punt_for(PuntReason_t.PPP_CONTROL);
+                    }
+                } else {
+                    /* No session yet: LCP/auth/NCP of a session being set up
+                     * go to the controller, data is dropped. */
+                    if (hdr.ppp.protocol == PPP_IPV4 || hdr.ppp.protocol == PPP_IPV6) {
+                        drop_for(DropReason_t.NO_SESSION);
+                    } else {
+                        punt_for(PuntReason_t.PPP_CONTROL);
+                    }
+                }
+            }
+        } else if (hdr.arp.isValid()) {
+            meta.lookup_ipv4 = hdr.arp.tpa;
+            local_ipv4.apply();
+            if (meta.is_local == 1) {
+                punt_for(PuntReason_t.ARP);
+            } else {
+                drop_for(DropReason_t.NOT_FOR_US);
+            }
+        } else if (hdr.ipv4.isValid()) {
+            /* ---- core side: IPv4 (routed, downstream, L2TP) ---- */
+            my_station.apply();
+            meta.tmp32 = (bit<32>) meta.l2_len + (bit<32>) hdr.ipv4.total_len;
+            if (meta.my_station == 0) {
+                drop_for(DropReason_t.NOT_FOR_US);
+            } else if (hdr.ipv4.version_ihl != 0x45 || hdr.ipv4.total_len < 20
+                       || meta.tmp32 > (bit<32>) meta.frame_len) {
+                drop_for(DropReason_t.MALFORMED);
+            } else if (ipv4_header_sum(hdr.ipv4) != 0xffff) {
+                drop_for(DropReason_t.BAD_CHECKSUM);
+            } else {
+                meta.lookup_ipv4 = hdr.ipv4.dst_addr;
+                local_ipv4.apply();
+                if (meta.is_local == 1 && hdr.l2tp.isValid()) {
+                    if ((hdr.l2tp.flags_version & L2TP_FLAG_T) != 0) {
+                        punt_for(PuntReason_t.L2TP_CONTROL);
+                    } else if (meta.l2tp_bad == 1) {
+                        drop_for(DropReason_t.MALFORMED);
+                    } else if (meta.l2tp_bad == 2) {
+                        drop_for(DropReason_t.UNSUPPORTED);
+                    } else if (hdr.udp.length + 20 != hdr.ipv4.total_len
+                               || hdr.udp.length < 8 + meta.l2tp_len + 2) {
+                        drop_for(DropReason_t.MALFORMED);
+                    } else {
+                        meta.session_id = hdr.l2tp_ids.session_id;
+                        /* PPP payload carried: UDP payload minus L2TP and 0xff03 */
+                        meta.ip_len = hdr.udp.length - 8 - meta.l2tp_len;
+                        if (hdr.ppp_ac.isValid()) {
+                            meta.ip_len = meta.ip_len - 2;
+                        }
+                        meta.sess_bytes = (bit<32>) (meta.ip_len - 2);
+                        switch (l2tp_session.apply().action_run) {
+                            lns_term: {
+                                meta.direction = Direction_t.UPSTREAM;
+                                if (hdr.inner_ipv4.isValid()) {
+                                    if (hdr.inner_ipv4.version_ihl != 0x45
+                                        || hdr.inner_ipv4.total_len + 2 != meta.ip_len) {
+                                        drop_for(DropReason_t.MALFORMED);
+                                    } else if (ipv4_antispoof.apply().hit) {
+                                        meta.job = JOB_ROUTE_UP_V4;
+                                    } else {
+                                        drop_for(DropReason_t.SPOOFED);
+                                    }
+                                } else if (hdr.inner_ipv6.isValid()) {
+                                    if (hdr.inner_ipv6.payload_len + 42 != meta.ip_len) {
+                                        drop_for(DropReason_t.MALFORMED);
+                                    } else {
+                                        meta.job = JOB_ROUTE_UP_V6;
+                                    }
+                                } else if (hdr.ppp.protocol == PPP_IPV4 || hdr.ppp.protocol == PPP_IPV6) {
+                                    drop_for(DropReason_t.MALFORMED);
+                                } else {
+                                    punt_for(PuntReason_t.L2TP_PPP_CONTROL);
+                                }
+                            }
+                            lac_to_pppoe: {
+                                meta.direction = Direction_t.DOWNSTREAM;
+                                meta.job = JOB_LAC_DOWN;
+                            }
+                            default: {
+                                if (hdr.ppp.protocol == PPP_IPV4 || hdr.ppp.protocol == PPP_IPV6) {
+                                    drop_for(DropReason_t.NO_SESSION);
+                                } else {
+                                    punt_for(PuntReason_t.L2TP_PPP_CONTROL);
+                                }
+                            }
+                        }
+                    }
+                } else if (meta.is_local == 1) {
+                    punt_for(PuntReason_t.LOCAL_IPV4);
+                } else if (hdr.ipv4.ttl <= 1) {
+                    punt_for(PuntReason_t.TTL_EXPIRED);
+                } else {
+                    ipv4_session.apply();
+                    if (meta.job == JOB_NONE) {
+                        meta.job = JOB_ROUTE_V4;
+                    } else {
+                        meta.direction = Direction_t.DOWNSTREAM;
+                        meta.sess_bytes = (bit<32>) hdr.ipv4.total_len;
+                        if (hdr.udp.isValid()) {
+                            /* UDP to port 1701 was parsed as L2TP: its headers
+                             * cannot follow a pushed L2TP header. */
+                            if (meta.job == JOB_LNS_DOWN_V4) {
+                                drop_for(DropReason_t.UNSUPPORTED);
+                                meta.job = JOB_NONE;
+                            }
+                        }
+                    }
+                }
+            }
+        } else if (hdr.ipv6.isValid()) {
+            /* ---- core side: IPv6 ---- */
+            my_station.apply();
+            meta.tmp32 = (bit<32>) meta.l2_len + 40 + (bit<32>) hdr.ipv6.payload_len;
+            if (meta.my_station == 0 && (hdr.ipv6.dst_hi & 0xff00000000000000) != 0xff00000000000000) {
+                drop_for(DropReason_t.NOT_FOR_US);
+            } else if ((hdr.ipv6.version_tc_flow & 0xf0000000) != 0x60000000
+                       || meta.tmp32 > (bit<32>) meta.frame_len) {
+                drop_for(DropReason_t.MALFORMED);
+            } else {
+                meta.lookup_v6_hi = hdr.ipv6.dst_hi;
+                meta.lookup_v6_lo = hdr.ipv6.dst_lo;
+                local_ipv6.apply();
+                if (meta.is_local == 1) {
+                    punt_for(PuntReason_t.LOCAL_IPV6);
+                } else if (meta.my_station == 0) {
+                    drop_for(DropReason_t.NOT_FOR_US);     /* multicast not for us */
+                } else if (hdr.ipv6.hop_limit <= 1) {
+                    punt_for(PuntReason_t.TTL_EXPIRED);
+                } else {
+                    ipv6_session.apply();
+                    if (meta.job == JOB_NONE) {
+                        meta.job = JOB_ROUTE_V6;
+                    } else {
+                        meta.direction = Direction_t.DOWNSTREAM;
+                        meta.sess_bytes = (bit<32>) hdr.ipv6.payload_len + 40;
+                        if (meta.job == JOB_PPPOE_DOWN_V4) {
+                            meta.job = JOB_PPPOE_DOWN_V6;
+                        } else {
+                            meta.job = JOB_LNS_DOWN_V6;
+                        }
+                    }
+                }
+            }
+        } else {
+            drop_for(DropReason_t.UNSUPPORTED);
+        }
+
+        /* Subscriber upstream IP: checks shared by PPPoE and LNS sessions. */
+        if (meta.job == JOB_ROUTE_UP_V4) {
+            meta.lookup_ipv4 = hdr.inner_ipv4.dst_addr;
+            local_ipv4.apply();
+            if (ipv4_header_sum(hdr.inner_ipv4) != 0xffff) {
+                drop_for(DropReason_t.BAD_CHECKSUM);
+                meta.job = JOB_NONE;
+            } else if (meta.is_local == 1) {
+                punt_for(PuntReason_t.LOCAL_IPV4);    /* ping to the gateway */
+                meta.job = JOB_NONE;
+            } else if (hdr.inner_ipv4.ttl <= 1) {
+                punt_for(PuntReason_t.TTL_EXPIRED);
+                meta.job = JOB_NONE;
+            }
+        } else if (meta.job == JOB_ROUTE_UP_V6) {
+            if ((hdr.inner_ipv6.dst_hi & 0xffc0000000000000) == 0xfe80000000000000
+                || (hdr.inner_ipv6.dst_hi & 0xff00000000000000) == 0xff00000000000000) {
+                /* RS, DHCPv6, NS to the gateway: link-local, before the
+                 * source check (their source is link-local too) */
+                punt_for(PuntReason_t.SUBSCRIBER_IPV6_CONTROL);
+                meta.job = JOB_NONE;
+            } else if (!ipv6_antispoof.apply().hit) {
+                drop_for(DropReason_t.SPOOFED);
+                meta.job = JOB_NONE;
+            } else if (hdr.inner_ipv6.hop_limit <= 1) {
+                punt_for(PuntReason_t.TTL_EXPIRED);
+                meta.job = JOB_NONE;
+            }
+        }
+
+        /* ================= jobs: header rewrites ================= */
+        if (meta.job == JOB_ROUTE_UP_V4 || meta.job == JOB_ROUTE_V4) {
+            if (meta.job == JOB_ROUTE_UP_V4) {
+                /* strip PPPoE, or the outer IPv4/UDP/L2TP of an LNS session */
+                hdr.pppoe.setInvalid();
+                hdr.ipv4.setInvalid();
+                hdr.udp.setInvalid();
+                hdr.l2tp.setInvalid();
+                hdr.l2tp_length.setInvalid();
+                hdr.l2tp_ids.setInvalid();
+                hdr.l2tp_seq.setInvalid();
+                hdr.l2tp_offset.setInvalid();
+                hdr.ppp_ac.setInvalid();
+                hdr.ppp.setInvalid();
+                hdr.inner_ipv4.checksum = checksum_update(hdr.inner_ipv4.checksum,
+                    hdr.inner_ipv4.ttl ++ hdr.inner_ipv4.protocol,
+                    (hdr.inner_ipv4.ttl - 1) ++ hdr.inner_ipv4.protocol);
+                hdr.inner_ipv4.ttl = hdr.inner_ipv4.ttl - 1;
+            } else {
+                meta.lookup_ipv4 = hdr.ipv4.dst_addr;
+                hdr.ipv4.checksum = checksum_update(hdr.ipv4.checksum,
+                    hdr.ipv4.ttl ++ hdr.ipv4.protocol,
+                    (hdr.ipv4.ttl - 1) ++ hdr.ipv4.protocol);
+                hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
+            }
+            fib_v4.apply();
+            meta.l3_type = ETHERTYPE_IPV4;
+        } else if (meta.job == JOB_ROUTE_UP_V6 || meta.job == JOB_ROUTE_V6) {
+            if (meta.job == JOB_ROUTE_UP_V6) {
+                hdr.pppoe.setInvalid();
+                hdr.ipv4.setInvalid();
+                hdr.udp.setInvalid();
+                hdr.l2tp.setInvalid();
+                hdr.l2tp_length.setInvalid();
+                hdr.l2tp_ids.setInvalid();
+                hdr.l2tp_seq.setInvalid();
+                hdr.l2tp_offset.setInvalid();
+                hdr.ppp_ac.setInvalid();
+                hdr.ppp.setInvalid();
+                hdr.inner_ipv6.hop_limit = hdr.inner_ipv6.hop_limit - 1;
+                meta.lookup_v6_hi = hdr.inner_ipv6.dst_hi;
+            } else {
+                hdr.ipv6.hop_limit = hdr.ipv6.hop_limit - 1;
+                meta.lookup_v6_hi = hdr.ipv6.dst_hi;
+            }
+            fib_v6.apply();
+            meta.l3_type = ETHERTYPE_IPV6;
+        } else if (meta.job == JOB_LAC_UP || meta.job == JOB_LNS_DOWN_V4
+                   || meta.job == JOB_LNS_DOWN_V6) {
+            /* push IPv4/UDP/L2TP/PPP toward the tunnel peer */
+            if (meta.job == JOB_LAC_UP) {
+                meta.ip_len = hdr.pppoe.length;           /* PPP protocol + payload */
+                hdr.pppoe.setInvalid();
+            } else if (meta.job == JOB_LNS_DOWN_V4) {
+                hdr.inner_ipv4 = hdr.ipv4;
+                hdr.inner_ipv4.checksum = checksum_update(hdr.inner_ipv4.checksum,
+                    hdr.inner_ipv4.ttl ++ hdr.inner_ipv4.protocol,
+                    (hdr.inner_ipv4.ttl - 1) ++ hdr.inner_ipv4.protocol);
+                hdr.inner_ipv4.ttl = hdr.inner_ipv4.ttl - 1;
+                hdr.ppp.setValid();
+                hdr.ppp.protocol = PPP_IPV4;
+                meta.ip_len = hdr.ipv4.total_len + 2;
+            } else {
+                hdr.inner_ipv6 = hdr.ipv6;
+                hdr.inner_ipv6.hop_limit = hdr.inner_ipv6.hop_limit - 1;
+                hdr.ipv6.setInvalid();
+                hdr.ppp.setValid();
+                hdr.ppp.protocol = PPP_IPV6;
+                meta.ip_len = hdr.inner_ipv6.payload_len + 42;
+            }
+            if (l2tp_tunnel.apply().hit) {
+                hdr.ppp_ac.setValid();
+                hdr.ppp_ac.address_control = PPP_ADDRESS_CONTROL;
+                hdr.l2tp.setValid();
+                hdr.l2tp.flags_version = L2TP_VERSION;
+                hdr.l2tp_ids.setValid();
+                hdr.l2tp_ids.tunnel_id = meta.tun_peer_tunnel_id;
+                hdr.l2tp_ids.session_id = meta.peer_session_id;
+                hdr.udp.setValid();
+                hdr.udp.src_port = L2TP_PORT;
+                hdr.udp.dst_port = meta.tun_peer_port;
+                hdr.udp.length = meta.ip_len + 16;       /* UDP 8 + L2TP 6 + ff03 2 */
+                hdr.udp.checksum = 0;
+                hdr.ipv4.setValid();
+                hdr.ipv4.version_ihl = 0x45;
+                hdr.ipv4.dscp_ecn = 0;
+                hdr.ipv4.total_len = meta.ip_len + 36;
+                hdr.ipv4.identification = 0;
+                hdr.ipv4.flags_frag = 0;
+                hdr.ipv4.ttl = 64;
+                hdr.ipv4.protocol = IP_PROTO_UDP;
+                hdr.ipv4.checksum = 0;
+                hdr.ipv4.src_addr = meta.tun_local_ip;
+                hdr.ipv4.dst_addr = meta.tun_peer_ip;
+                hdr.ipv4.checksum = ~ipv4_header_sum(hdr.ipv4);
+                meta.l3_type = ETHERTYPE_IPV4;
+            } else {
+                drop_for(DropReason_t.NO_SESSION);       /* session without its tunnel */
+                meta.job = JOB_NONE;
+            }
+        } else if (meta.job == JOB_LAC_DOWN || meta.job == JOB_PPPOE_DOWN_V4
+                   || meta.job == JOB_PPPOE_DOWN_V6) {
+            /* push PPPoE (and tags) toward the subscriber */
+            hdr.pppoe.setValid();
+            hdr.pppoe.ver_type = 0x11;
+            hdr.pppoe.code = 0;
+            hdr.pppoe.session_id = meta.pppoe_session_id;
+            if (meta.job == JOB_LAC_DOWN) {
+                hdr.pppoe.length = meta.ip_len;
+                hdr.ipv4.setInvalid();
+                hdr.udp.setInvalid();
+                hdr.l2tp.setInvalid();
+                hdr.l2tp_length.setInvalid();
+                hdr.l2tp_ids.setInvalid();
+                hdr.l2tp_seq.setInvalid();
+                hdr.l2tp_offset.setInvalid();
+                hdr.ppp_ac.setInvalid();
+            } else if (meta.job == JOB_PPPOE_DOWN_V4) {
+                hdr.pppoe.length = hdr.ipv4.total_len + 2;
+                hdr.encap_ppp.setValid();
+                hdr.encap_ppp.protocol = PPP_IPV4;
+                hdr.ipv4.checksum = checksum_update(hdr.ipv4.checksum,
+                    hdr.ipv4.ttl ++ hdr.ipv4.protocol,
+                    (hdr.ipv4.ttl - 1) ++ hdr.ipv4.protocol);
+                hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
+            } else {
+                hdr.pppoe.length = hdr.ipv6.payload_len + 42;
+                hdr.encap_ppp.setValid();
+                hdr.encap_ppp.protocol = PPP_IPV6;
+                hdr.ipv6.hop_limit = hdr.ipv6.hop_limit - 1;
+            }
+            hdr.ethernet.dst_addr = meta.client_mac;
+            hdr.ethernet.src_addr = meta.bng_mac;
+            if (meta.c_vid != 0) {
+                hdr.c_tag.setValid();
+                hdr.c_tag.tci = meta.c_vid;
+                hdr.c_tag.ether_type = ETHERTYPE_PPPOE_SESSION;
+            } else {
+                hdr.c_tag.setInvalid();
+            }
+            if (meta.s_vid != 0) {
+                hdr.s_tag.setValid();
+                hdr.s_tag.tci = meta.s_vid;
+                hdr.s_tag.ether_type = ETHERTYPE_PPPOE_SESSION;
+                if (meta.c_vid != 0) {
+                    hdr.s_tag.ether_type = ETHERTYPE_VLAN;
+                }
+                hdr.ethernet.ether_type = meta.s_tpid;
+            } else {
+                hdr.s_tag.setInvalid();
+                hdr.ethernet.ether_type = ETHERTYPE_PPPOE_SESSION;
+                if (meta.c_vid != 0) {
+                    hdr.ethernet.ether_type = ETHERTYPE_VLAN;
+                }
+            }
+            meta.verdict = Verdict_t.FORWARD;
+        }
+
+        /* Routed and tunnelled packets: next hop. */
+        if (meta.job == JOB_ROUTE_UP_V4 || meta.job == JOB_ROUTE_V4
+            || meta.job == JOB_ROUTE_UP_V6 || meta.job == JOB_ROUTE_V6
+            || meta.job == JOB_LAC_UP || meta.job == JOB_LNS_DOWN_V4
+            || meta.job == JOB_LNS_DOWN_V6) {
+            if (meta.nexthop_id == 0) {
+                drop_for(DropReason_t.NO_ROUTE);
+            } else if (nexthop.apply().hit) {
+                hdr.ethernet.src_addr = meta.nh_smac;
+                hdr.ethernet.dst_addr = meta.nh_dmac;
+                hdr.c_tag.setInvalid();
+                if (meta.nh_vid != 0) {
+                    hdr.s_tag.setValid();
+                    hdr.s_tag.tci = meta.nh_vid;
+                    hdr.s_tag.ether_type = meta.l3_type;
+                    hdr.ethernet.ether_type = ETHERTYPE_VLAN;
+                } else {
+                    hdr.s_tag.setInvalid();
+                    hdr.ethernet.ether_type = meta.l3_type;
+                }
+                meta.verdict = Verdict_t.FORWARD;
+            } else {
+                drop_for(DropReason_t.NO_ROUTE);
+            }
+        }
+
+        /* TCP MSS clamping on SYNs of sessions that ask for it. */
+        if (meta.verdict == Verdict_t.FORWARD && meta.mss_clamp != 0 && hdr.tcp_mss.isValid()) {
+            if ((hdr.tcp.flags & TCP_FLAG_SYN) != 0 && hdr.tcp_mss.kind == TCP_OPTION_MSS
+                && hdr.tcp_mss.len == 4 && hdr.tcp_mss.mss > meta.mss_clamp) {
+                hdr.tcp.checksum = checksum_update(hdr.tcp.checksum, hdr.tcp_mss.mss, meta.mss_clamp);
+                hdr.tcp_mss.mss = meta.mss_clamp;
+            }
+        }
+    }
+}
+
+#endif

@@ -1,0 +1,98 @@
+/*
+ * Types and constants of the BNG data plane, shared by every architecture.
+ *
+ * The enums below are the contract with the controller: PuntReason_t types
+ * the packet_in header (so it reaches the P4Info), and scripts/p4build.py
+ * exports every `enum bit<N>` of this file to <program>.enums.json, which is
+ * how the controller learns drop-counter indices without repeating them.
+ */
+#ifndef BNG_DEFINES_P4
+#define BNG_DEFINES_P4
+
+typedef bit<32> port_t;      /* switch port number; the CPU port is 0 */
+typedef bit<32> line_id_t;   /* subscriber line (port, s-tag, c-tag); 0 = unknown */
+typedef bit<32> sess_idx_t;  /* index of a session's counters and meters; 0 = none */
+typedef bit<32> nexthop_id_t;
+typedef bit<32> tunnel_idx_t;
+
+const port_t CPU_PORT = 0;
+
+/* Table and extern sizes: 64k sessions (PPPoE and L2TP together). */
+#define BNG_MAX_SESSIONS 65536
+#define BNG_MAX_LINES 65536
+#define BNG_MAX_TUNNELS 4096
+#define BNG_MAX_NEXTHOPS 1024
+#define BNG_FIB_SIZE 1024
+
+const bit<16> ETHERTYPE_IPV4 = 0x0800;
+const bit<16> ETHERTYPE_ARP = 0x0806;
+const bit<16> ETHERTYPE_VLAN = 0x8100;
+const bit<16> ETHERTYPE_QINQ = 0x88a8;
+const bit<16> ETHERTYPE_IPV6 = 0x86dd;
+const bit<16> ETHERTYPE_PPPOE_DISCOVERY = 0x8863;
+const bit<16> ETHERTYPE_PPPOE_SESSION = 0x8864;
+
+const bit<16> PPP_IPV4 = 0x0021;
+const bit<16> PPP_IPV6 = 0x0057;
+const bit<16> PPP_ADDRESS_CONTROL = 0xff03;
+
+const bit<8> IP_PROTO_TCP = 6;
+const bit<8> IP_PROTO_UDP = 17;
+const bit<16> L2TP_PORT = 1701;
+
+/* L2TPv2 header flags (RFC 2661 section 3.1). */
+const bit<16> L2TP_FLAG_T = 0x8000;
+const bit<16> L2TP_FLAG_L = 0x4000;
+const bit<16> L2TP_FLAG_S = 0x0800;
+const bit<16> L2TP_FLAG_O = 0x0200;
+const bit<16> L2TP_VERSION_MASK = 0x000f;
+const bit<16> L2TP_VERSION = 2;
+
+const bit<8> TCP_FLAG_SYN = 0x02;
+const bit<8> TCP_OPTION_MSS = 2;
+
+/* Why a packet goes to the controller (packet_in.reason). */
+enum bit<8> PuntReason_t {
+    NONE = 0,
+    PPPOE_DISCOVERY = 1,   /* PADI, PADR, PADT, ... */
+    PPP_CONTROL = 2,       /* LCP, PAP, CHAP, IPCP, IPv6CP, ... in a PPPoE session */
+    L2TP_CONTROL = 3,      /* L2TP control message (T bit) to one of our addresses */
+    L2TP_PPP_CONTROL = 4,  /* PPP control protocol inside an L2TP data session */
+    ARP = 5,               /* ARP for one of the BNG's addresses */
+    LOCAL_IPV4 = 6,        /* IPv4 to one of the BNG's addresses (ICMP echo, ...) */
+    LOCAL_IPV6 = 7,        /* IPv6 to one of the BNG's addresses (ND, ICMPv6 echo) */
+    SUBSCRIBER_IPV6_CONTROL = 8, /* link-local IPv6 from a subscriber: RS, DHCPv6, NS */
+    TTL_EXPIRED = 9        /* the controller answers with ICMP time exceeded */
+}
+
+/* Index of the `drops` counter: why a packet was not forwarded. */
+enum bit<8> DropReason_t {
+    NONE = 0,
+    MALFORMED = 1,         /* truncated, bad lengths, bad versions, session id 0, IPv4 options */
+    BAD_CHECKSUM = 2,      /* IPv4 header checksum */
+    UNKNOWN_LINE = 3,      /* PPPoE session traffic on a line without a line_map entry */
+    NO_SESSION = 4,        /* PPPoE / L2TP data for no installed session */
+    SPOOFED = 5,           /* source MAC/IP does not belong to the session */
+    TTL_EXPIRED = 6,
+    POLICER = 7,           /* session meter red */
+    PUNT_POLICED = 8,      /* punt meter red */
+    NO_ROUTE = 9,
+    NOT_FOR_US = 10,       /* destination MAC or ARP target not the BNG's */
+    BAD_PACKET_OUT = 11,   /* packet_out to an unknown port */
+    UNSUPPORTED = 12       /* L2TP offset padding, unknown ethertype on an access port */
+}
+
+/* What the architecture-neutral core decided; the top carries it out. */
+enum bit<8> Verdict_t {
+    DROP = 0,
+    FORWARD = 1,
+    PUNT = 2
+}
+
+enum bit<8> Direction_t {
+    NONE = 0,
+    UPSTREAM = 1,          /* from the subscriber */
+    DOWNSTREAM = 2         /* toward the subscriber */
+}
+
+#endif

@@ -1,0 +1,231 @@
+/*
+ * Headers and metadata of the BNG data plane.
+ *
+ * Naming: `ipv4`/`ipv6` is IP carried directly in Ethernet (core side,
+ * including the outer header of L2TP); `inner_ipv4`/`inner_ipv6` is IP
+ * carried in PPP (PPPoE or L2TP) as it arrives. Decapsulation then only
+ * invalidates the outer headers, and the deparser's fixed order (see the
+ * tops) puts every encapsulation in the right place: downstream PPPoE pushes
+ * pppoe + encap_ppp in front of the untouched `ipv4`/`ipv6`, so transit
+ * headers behind it (even UDP to port 1701) keep their order. IPv6 addresses are split in 64-bit
+ * halves: SWX moves and keys at most 64-bit fields, and /64 is the unit of
+ * subscriber IPv6 anyway.
+ */
+#ifndef BNG_HEADERS_P4
+#define BNG_HEADERS_P4
+
+#include "defines.p4"
+
+/* Prepended by the DPDK switch to every received frame when the program
+ * declares this header type: the PNA target gives a program no packet
+ * length, and without it truncated frames cannot be told apart. */
+header bsw_frame_length_h {
+    bit<16> length;      /* bytes of the frame after this prelude */
+    bit<16> reserved;
+}
+
+@controller_header("packet_in")
+header packet_in_h {
+    port_t ingress_port;
+    line_id_t line_id;
+    bit<16> session_id;  /* PPPoE session id, or L2TP local session id */
+    PuntReason_t reason;
+    bit<8> _pad;
+}
+
+@controller_header("packet_out")
+header packet_out_h {
+    port_t egress_port;  /* the frame that follows leaves this port untouched */
+}
+
+header ethernet_h {
+    bit<48> dst_addr;
+    bit<48> src_addr;
+    bit<16> ether_type;
+}
+
+header vlan_h {
+    bit<16> tci;         /* PCP(3) DEI(1) VID(12) */
+    bit<16> ether_type;
+}
+
+header pppoe_h {
+    bit<8> ver_type;     /* 0x11 */
+    bit<8> code;         /* 0 for session data */
+    bit<16> session_id;
+    bit<16> length;      /* PPPoE payload: PPP protocol + information */
+}
+
+header ppp_address_control_h {
+    bit<16> address_control;  /* 0xff03 */
+}
+
+header ppp_h {
+    bit<16> protocol;
+}
+
+header arp_h {
+    bit<16> htype;
+    bit<16> ptype;
+    bit<8> hlen;
+    bit<8> plen;
+    bit<16> oper;
+    bit<48> sha;
+    bit<32> spa;
+    bit<48> tha;
+    bit<32> tpa;
+}
+
+header ipv4_h {
+    bit<8> version_ihl;
+    bit<8> dscp_ecn;
+    bit<16> total_len;
+    bit<16> identification;
+    bit<16> flags_frag;
+    bit<8> ttl;
+    bit<8> protocol;
+    bit<16> checksum;
+    bit<32> src_addr;
+    bit<32> dst_addr;
+}
+
+header ipv6_h {
+    bit<32> version_tc_flow;
+    bit<16> payload_len;
+    bit<8> next_hdr;
+    bit<8> hop_limit;
+    bit<64> src_hi;
+    bit<64> src_lo;
+    bit<64> dst_hi;
+    bit<64> dst_lo;
+}
+
+header udp_h {
+    bit<16> src_port;
+    bit<16> dst_port;
+    bit<16> length;
+    bit<16> checksum;
+}
+
+header tcp_h {
+    bit<16> src_port;
+    bit<16> dst_port;
+    bit<32> seq;
+    bit<32> ack;
+    bit<8> data_offset;  /* data offset(4) reserved(4) */
+    bit<8> flags;
+    bit<16> window;
+    bit<16> checksum;
+    bit<16> urgent;
+}
+
+/* The first TCP option when it is MSS, as every common stack sends it. */
+header tcp_mss_h {
+    bit<8> kind;
+    bit<8> len;
+    bit<16> mss;
+}
+
+/* L2TPv2 data/control header (RFC 2661 3.1), optional parts split out. */
+header l2tp_h {
+    bit<16> flags_version;
+}
+
+header l2tp_length_h {
+    bit<16> length;
+}
+
+header l2tp_ids_h {
+    bit<16> tunnel_id;
+    bit<16> session_id;
+}
+
+header l2tp_seq_h {
+    bit<16> ns;
+    bit<16> nr;
+}
+
+header l2tp_offset_h {
+    bit<16> offset_size;
+}
+
+struct headers_t {
+    bsw_frame_length_h frame;
+    packet_out_h packet_out;
+    packet_in_h packet_in;
+    ethernet_h ethernet;
+    vlan_h s_tag;
+    vlan_h c_tag;
+    pppoe_h pppoe;
+    ppp_h encap_ppp;       /* PPP protocol pushed by downstream PPPoE encapsulation */
+    arp_h arp;
+    ipv4_h ipv4;
+    ipv6_h ipv6;
+    udp_h udp;
+    l2tp_h l2tp;
+    l2tp_length_h l2tp_length;
+    l2tp_ids_h l2tp_ids;
+    l2tp_seq_h l2tp_seq;
+    l2tp_offset_h l2tp_offset;
+    ppp_address_control_h ppp_ac;
+    ppp_h ppp;
+    ipv4_h inner_ipv4;
+    ipv6_h inner_ipv6;
+    tcp_h tcp;
+    tcp_mss_h tcp_mss;
+}
+
+/* Everything the core reads from and hands back to the architecture top.
+ * All fields are whole bytes and at most 64 bits (SWX metadata). */
+struct bng_meta_t {
+    /* set by the top */
+    port_t in_port;
+    bit<16> frame_len;        /* 0xffff where the architecture cannot tell */
+    /* set by the parser */
+    bit<16> parsed_len;       /* bytes the parser extracted after the prelude */
+    bit<16> l2_len;           /* Ethernet + VLAN tags */
+    bit<16> l2tp_len;         /* L2TP header bytes (with optional fields) */
+    bit<8> l2tp_bad;          /* 1: not L2TPv2, 2: offset padding (unsupported) */
+    /* working state */
+    bit<16> s_vid;
+    bit<16> c_vid;
+    line_id_t line_id;
+    bit<16> session_id;       /* from the packet: PPPoE or L2TP session id */
+    bit<16> mss_clamp;        /* 0: no clamping */
+    bit<8> is_local;
+    bit<8> my_station;
+    nexthop_id_t nexthop_id;
+    tunnel_idx_t tunnel_idx;
+    bit<16> peer_session_id;
+    bit<16> ip_len;           /* bytes of the IP packet carried */
+    bit<16> l3_type;          /* ethertype of what follows the L2 header on egress */
+    bit<32> lookup_ipv4;      /* address looked up in local_ipv4 and fib_v4 */
+    bit<64> lookup_v6_hi;     /* address looked up in local_ipv6 and fib_v6 */
+    bit<64> lookup_v6_lo;
+    bit<8> job;               /* what the classification decided to do (see core) */
+    /* next hop (routed and tunnelled traffic) */
+    bit<48> nh_smac;
+    bit<48> nh_dmac;
+    bit<16> nh_vid;
+    /* downstream PPPoE encapsulation, set by session actions */
+    bit<48> client_mac;
+    bit<48> bng_mac;
+    bit<16> s_tpid;
+    bit<16> pppoe_session_id;
+    /* L2TP encapsulation, set by the tunnel action */
+    bit<32> tun_local_ip;
+    bit<32> tun_peer_ip;
+    bit<16> tun_peer_tunnel_id;
+    bit<16> tun_peer_port;
+    /* the verdict, carried out by the top */
+    Verdict_t verdict;
+    DropReason_t drop_reason;
+    PuntReason_t punt_reason;
+    Direction_t direction;
+    port_t out_port;
+    sess_idx_t sess_idx;      /* 0: no session counters/meters */
+    bit<32> sess_bytes;       /* bytes counted against the session (PPP payload) */
+    bit<32> tmp32;            /* checksum arithmetic */
+}
+
+#endif

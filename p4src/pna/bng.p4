@@ -1,0 +1,172 @@
+/*
+ * The BNG for the DPDK SWX pipeline (PNA, compiled by p4c-dpdk).
+ *
+ * This top maps PNA to the core: the switch prepends the frame length
+ * (bsw_frame_length_h) to every frame, the CPU port is a host port whose
+ * frames carry packet_out, and the counters and meters live here because
+ * their PNA/DPDK flavour (explicit lengths) is architecture-specific.
+ *
+ * Port 0 is the CPU port. Byte counts: `drops` and `punts` count whole
+ * frames, the session counters and meters count PPP payload bytes (the IP
+ * packet for IP traffic), which is what RADIUS accounting reports.
+ */
+#include <core.p4>
+#include <dpdk/pna.p4>
+#include "../include/bng.p4"
+
+parser MainParserImpl(packet_in pkt, out headers_t hdr, inout bng_meta_t meta,
+                      in pna_main_parser_input_metadata_t istd) {
+    BngParser() bng_parser;
+
+    state start {
+        pkt.extract(hdr.frame);
+        meta.frame_len = hdr.frame.length;
+        /* p4c-dpdk gives the parser no input port; the switch marks the CPU
+         * port as a host port (direction HOST_TO_NET) instead. */
+        transition select(istd.direction) {
+            PNA_Direction_t.HOST_TO_NET: parse_packet_out;
+            default: parse_bng;
+        }
+    }
+
+    /* A packet_out leaves untouched: nothing behind it is parsed. */
+    state parse_packet_out {
+        pkt.extract(hdr.packet_out);
+        transition accept;
+    }
+
+    state parse_bng {
+        bng_parser.apply(pkt, hdr, meta);
+        transition accept;
+    }
+}
+
+control PreControlImpl(in headers_t hdr, inout bng_meta_t meta,
+                       in pna_pre_input_metadata_t istd, inout pna_pre_output_metadata_t ostd) {
+    apply { }
+}
+
+control MainControlImpl(inout headers_t hdr, inout bng_meta_t meta,
+                        in pna_main_input_metadata_t istd, inout pna_main_output_metadata_t ostd) {
+    Counter<bit<64>, bit<32>>(BNG_MAX_SESSIONS, PNA_CounterType_t.PACKETS_AND_BYTES) session_up;
+    Counter<bit<64>, bit<32>>(BNG_MAX_SESSIONS, PNA_CounterType_t.PACKETS_AND_BYTES) session_down;
+    Counter<bit<64>, bit<32>>(32, PNA_CounterType_t.PACKETS_AND_BYTES) drops;
+    Counter<bit<64>, bit<32>>(32, PNA_CounterType_t.PACKETS_AND_BYTES) punts;
+    Meter<bit<32>>(BNG_MAX_SESSIONS, PNA_MeterType_t.BYTES) session_meter_up;
+    Meter<bit<32>>(BNG_MAX_SESSIONS, PNA_MeterType_t.BYTES) session_meter_down;
+    Meter<bit<32>>(32, PNA_MeterType_t.PACKETS) punt_meter;
+
+    BngIngress() bng;
+
+    action send(port_t port) {
+        send_to_port((PortId_t) port);
+    }
+
+    action drop() {
+        drop_packet();
+    }
+
+    /* packet_out.egress_port -> port: p4c-dpdk's send_to_port() takes a
+     * constant or an action parameter, not a header field. */
+    table packet_out_port {
+        key = { hdr.packet_out.egress_port : exact @name("egress_port"); }
+        actions = { send; @defaultonly drop; }
+        const default_action = drop();
+        size = 256;
+    }
+
+    /* meta.out_port -> port, for the same reason. */
+    table egress_port {
+        key = { meta.out_port : exact @name("port"); }
+        actions = { send; @defaultonly drop; }
+        const default_action = drop();
+        size = 256;
+    }
+
+    apply {
+        meta.in_port = (port_t) istd.input_port;
+        hdr.frame.setInvalid();
+        if (hdr.packet_out.isValid()) {
+            hdr.packet_out.setInvalid();
+            if (!packet_out_port.apply().hit) {
+                drops.count((bit<32>) DropReason_t.BAD_PACKET_OUT, (bit<32>) meta.frame_len);
+            }
+        } else {
+            bng.apply(hdr, meta);
+            PNA_MeterColor_t color = PNA_MeterColor_t.GREEN;
+            if (meta.verdict == Verdict_t.FORWARD && meta.sess_idx != 0) {
+                if (meta.direction == Direction_t.UPSTREAM) {
+                    color = session_meter_up.dpdk_execute(meta.sess_idx, PNA_MeterColor_t.GREEN,
+                                                          meta.sess_bytes);
+                } else {
+                    color = session_meter_down.dpdk_execute(meta.sess_idx, PNA_MeterColor_t.GREEN,
+                                                            meta.sess_bytes);
+                }
+                if (color == PNA_MeterColor_t.RED) {
+                    meta.verdict = Verdict_t.DROP;
+                    meta.drop_reason = DropReason_t.POLICER;
+                } else if (meta.direction == Direction_t.UPSTREAM) {
+                    session_up.count(meta.sess_idx, meta.sess_bytes);
+                } else {
+                    session_down.count(meta.sess_idx, meta.sess_bytes);
+                }
+            } else if (meta.verdict == Verdict_t.PUNT) {
+                color = punt_meter.dpdk_execute((bit<32>) meta.punt_reason, PNA_MeterColor_t.GREEN,
+                                                (bit<32>) meta.frame_len);
+                if (color == PNA_MeterColor_t.RED) {
+                    meta.verdict = Verdict_t.DROP;
+                    meta.drop_reason = DropReason_t.PUNT_POLICED;
+                } else {
+                    punts.count((bit<32>) meta.punt_reason, (bit<32>) meta.frame_len);
+                    if (meta.punt_reason == PuntReason_t.TTL_EXPIRED) {
+                        drops.count((bit<32>) DropReason_t.TTL_EXPIRED, (bit<32>) meta.frame_len);
+                    }
+                }
+            }
+
+            if (meta.verdict == Verdict_t.FORWARD) {
+                egress_port.apply();
+            } else if (meta.verdict == Verdict_t.PUNT) {
+                hdr.packet_in.setValid();
+                hdr.packet_in.ingress_port = meta.in_port;
+                hdr.packet_in.line_id = meta.line_id;
+                hdr.packet_in.session_id = meta.session_id;
+                hdr.packet_in.reason = meta.punt_reason;
+                hdr.packet_in._pad = 0;
+                send_to_port((PortId_t) CPU_PORT);
+            } else {
+                drops.count((bit<32>) meta.drop_reason, (bit<32>) meta.frame_len);
+                drop_packet();
+            }
+        }
+    }
+}
+
+control MainDeparserImpl(packet_out pkt, in headers_t hdr, in bng_meta_t meta,
+                         in pna_main_output_metadata_t ostd) {
+    apply {
+        pkt.emit(hdr.packet_in);
+        pkt.emit(hdr.ethernet);
+        pkt.emit(hdr.s_tag);
+        pkt.emit(hdr.c_tag);
+        pkt.emit(hdr.pppoe);
+        pkt.emit(hdr.encap_ppp);
+        pkt.emit(hdr.arp);
+        pkt.emit(hdr.ipv4);
+        pkt.emit(hdr.ipv6);
+        pkt.emit(hdr.udp);
+        pkt.emit(hdr.l2tp);
+        pkt.emit(hdr.l2tp_length);
+        pkt.emit(hdr.l2tp_ids);
+        pkt.emit(hdr.l2tp_seq);
+        pkt.emit(hdr.l2tp_offset);
+        pkt.emit(hdr.ppp_ac);
+        pkt.emit(hdr.ppp);
+        pkt.emit(hdr.inner_ipv4);
+        pkt.emit(hdr.inner_ipv6);
+        pkt.emit(hdr.tcp);
+        pkt.emit(hdr.tcp_mss);
+    }
+}
+
+PNA_NIC(MainParserImpl(), PreControlImpl(), MainControlImpl(), MainDeparserImpl()) main;

@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Frame length prelude: the PNA DPDK target gives a P4 program no packet
+ * length, and the SWX parser extracts headers without bounds checks, so a
+ * program cannot tell a truncated frame from a whole one. A program that
+ * declares the header type `bsw_frame_length_h` (bit<16> length, bit<16>
+ * reserved) gets it prepended to every received frame: each input port's
+ * receive function is wrapped to write the 4 bytes into the mbuf headroom.
+ * The program extracts it first and never emits it. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bsw_internal.h"
+#include "rte_swx_pipeline_internal.h"
+
+#define FRAME_PRELUDE_TYPE "struct bsw_frame_length_h"
+#define FRAME_PRELUDE_SIZE 4
+
+struct frame_length_port {
+	rte_swx_port_in_pkt_rx_t pkt_rx;
+	void *obj;
+};
+
+static int
+frame_length_rx(void *obj, struct rte_swx_pkt *pkt)
+{
+	struct frame_length_port *fp = obj;
+	uint8_t *h;
+
+	if (!fp->pkt_rx(fp->obj, pkt))
+		return 0;
+	/* Every reader hands over an mbuf with RTE_PKTMBUF_HEADROOM in front. */
+	pkt->offset -= FRAME_PRELUDE_SIZE;
+	h = pkt->pkt + pkt->offset;
+	h[0] = (uint8_t)(pkt->length >> 8);
+	h[1] = (uint8_t)pkt->length;
+	h[2] = 0;
+	h[3] = 0;
+	pkt->length += FRAME_PRELUDE_SIZE;
+	return 1;
+}
+
+int
+bsw_spec_wants_frame_length(const char *spec_path)
+{
+	char line[512];
+	FILE *f = fopen(spec_path, "r");
+	int found = 0;
+
+	if (!f)
+		return 0;
+	while (!found && fgets(line, sizeof(line), f))
+		found = !strncmp(line, FRAME_PRELUDE_TYPE " ", strlen(FRAME_PRELUDE_TYPE " "));
+	fclose(f);
+	return found;
+}
+
+int
+bsw_frame_length_enable(struct bsw_instance *inst)
+{
+	struct rte_swx_pipeline *p = inst->p;
+	struct frame_length_port *ports;
+	uint32_t i;
+
+	ports = calloc(p->n_ports_in, sizeof(*ports));
+	if (!ports)
+		return -ENOMEM;
+	for (i = 0; i < p->n_ports_in; i++) {
+		ports[i].pkt_rx = p->in[i].pkt_rx;
+		ports[i].obj = p->in[i].obj;
+		p->in[i].pkt_rx = frame_length_rx;
+		p->in[i].obj = &ports[i];
+	}
+	inst->frame_length_ports = ports;
+	return 0;
+}
