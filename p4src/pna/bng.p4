@@ -111,8 +111,8 @@ control MainControlImpl(inout headers_t hdr, inout bng_meta_t meta,
                     session_down.count(meta.sess_idx, meta.sess_bytes);
                 }
             } else if (meta.verdict == Verdict_t.PUNT) {
-                color = punt_meter.dpdk_execute((bit<32>) meta.punt_reason, PNA_MeterColor_t.GREEN,
-                                                (bit<32>) meta.frame_len);
+                /* a packets meter: every packet weighs 1 */
+                color = punt_meter.dpdk_execute((bit<32>) meta.punt_reason, PNA_MeterColor_t.GREEN, 1);
                 if (color == PNA_MeterColor_t.RED) {
                     meta.verdict = Verdict_t.DROP;
                     meta.drop_reason = DropReason_t.PUNT_POLICED;

@@ -1,0 +1,141 @@
+"""L2TP data plane: LAC (PPPoE <-> L2TP) and LNS (L2TP <-> routed), both
+directions, byte-exact (outer IPv4 length and checksum, UDP length, UDP
+checksum 0), plus the negatives for each table."""
+from scapy.layers.inet import IP, UDP
+from scapy.layers.l2 import Ether
+from scapy.packet import Raw
+
+from bng_base import (ACCESS1, BNG_IP, BNG_MAC, CLIENT_IP, CLIENT_MAC, CORE1, CORE2,
+                      CORE_ROUTER_MAC, INTERNET_IP, PEER_IP, PEER_MAC, SESS_IDX, SESSION_ID,
+                      BngTest, access_frame, ip_int, l2tp_data, mac_int, routed_ipv4)
+
+PEER_TUNNEL, PEER_SESSION = 0x1111, 0x2222     # ids the peer chose
+LOCAL_TUNNEL, LOCAL_SESSION = 0x0aaa, 0x0bbb   # ids we chose
+
+
+def tunnel_frame(l2tp_payload: bytes, src=BNG_IP, dst=PEER_IP, smac=BNG_MAC, dmac=PEER_MAC):
+    """What the BNG must emit toward a tunnel peer (scapy computes lengths
+    and the IPv4 checksum; UDP checksum 0 as RFC 2661 allows)."""
+    return (Ether(src=smac, dst=dmac) / IP(src=src, dst=dst, ttl=64, id=0, flags=0)
+            / UDP(sport=1701, dport=1701, chksum=0) / Raw(l2tp_payload))
+
+
+class LacTest(BngTest):
+    def install_lac_session(self, line_id=5, s_vid=100, c_vid=200):
+        self.install_line(line_id=line_id, s_vid=s_vid, c_vid=c_vid)
+        self.install_tunnel(tunnel_idx=3, peer_tunnel_id=PEER_TUNNEL)
+        self.insert("pppoe_session", {"line_id": line_id, "session_id": SESSION_ID,
+                                      "src_mac": mac_int(CLIENT_MAC)},
+                    "pppoe_lac", sess_idx=SESS_IDX, tunnel_idx=3, peer_session_id=PEER_SESSION)
+        self.insert("l2tp_session", {"local_ip": ip_int(BNG_IP), "peer_ip": ip_int(PEER_IP),
+                                     "tunnel_id": LOCAL_TUNNEL, "session_id": LOCAL_SESSION},
+                    "lac_to_pppoe", sess_idx=SESS_IDX, port=ACCESS1, client_mac=mac_int(CLIENT_MAC),
+                    bng_mac=mac_int(BNG_MAC), s_tpid=0x88a8, s_vid=s_vid, c_vid=c_vid,
+                    pppoe_session_id=SESSION_ID)
+
+
+class LacUpstream(LacTest):
+    """Every PPP frame of a switched session (IP and LCP alike) leaves as
+    IPv4/UDP/L2TP/PPP toward the LNS; the session counts PPP payload bytes."""
+
+    def runTest(self):
+        self.install_lac_session()
+        ip = IP(src=CLIENT_IP, dst=INTERNET_IP) / UDP(sport=5, dport=6) / Raw(b"l" * 33)
+        before = self.counter("session_up", SESS_IDX)
+        self.send(ACCESS1, access_frame(self.pppoe_ip(ip), 100, 200))
+        self.expect(tunnel_frame(l2tp_data(PEER_TUNNEL, PEER_SESSION) + b"\x00\x21" + bytes(ip)), CORE2)
+        self.assert_counter_delta(before, "session_up", SESS_IDX, 1, len(ip))
+        lcp_echo = bytes.fromhex("09070008deadbeef")
+        self.send(ACCESS1, access_frame(self.pppoe_ip(Raw(lcp_echo), proto=0xc021), 100, 200))
+        self.expect(tunnel_frame(l2tp_data(PEER_TUNNEL, PEER_SESSION) + b"\xc0\x21" + lcp_echo), CORE2)
+        self.assert_no_packet_in()
+
+
+class LacDownstream(LacTest):
+    """L2TP data from the LNS (with and without 0xff03, with Length and
+    Ns/Nr) becomes PPPoE on the subscriber's QinQ line."""
+
+    def runTest(self):
+        self.install_lac_session()
+        ip = IP(src=INTERNET_IP, dst=CLIENT_IP) / UDP(sport=6, dport=5) / Raw(b"d" * 21)
+        variants = (dict(), dict(ac=False), dict(flags=0x4802, length=0, ns_nr=(1, 2)))
+        for v in variants:
+            with self.subTest(**{k: str(x) for k, x in v.items()}):
+                payload = l2tp_data(LOCAL_TUNNEL, LOCAL_SESSION, **v) + b"\x00\x21" + bytes(ip)
+                self.send(CORE2, self.l2tp_over_ip(payload))
+                self.expect(access_frame(self.pppoe_ip(ip), 100, 200, src=BNG_MAC, dst=CLIENT_MAC), ACCESS1)
+
+
+class LacNegative(LacTest):
+    """L2TP data for an unknown session, and a switched session whose tunnel
+    entry is missing, are dropped as NO_SESSION."""
+
+    def runTest(self):
+        self.install_lac_session()
+        ip = IP(src=INTERNET_IP, dst=CLIENT_IP) / UDP()
+        before = self.drops("NO_SESSION")
+        self.send(CORE2, self.l2tp_over_ip(l2tp_data(LOCAL_TUNNEL, 0x7777) + b"\x00\x21" + bytes(ip)))
+        self.expect_nothing()
+        self.client.delete(self.client.table_entry("l2tp_tunnel", {"tunnel_idx": 3}))
+        self.send(ACCESS1, access_frame(self.pppoe_ip(IP(src=CLIENT_IP, dst=INTERNET_IP) / UDP()), 100, 200))
+        self.expect_nothing()
+        self.assertEqual(self.drops("NO_SESSION")[0] - before[0], 2)
+
+
+class LnsTest(BngTest):
+    def install_lns_session(self, mss=0):
+        self.install_core_route()
+        self.install_tunnel(tunnel_idx=4, peer_tunnel_id=PEER_TUNNEL)
+        self.insert("l2tp_session", {"local_ip": ip_int(BNG_IP), "peer_ip": ip_int(PEER_IP),
+                                     "tunnel_id": LOCAL_TUNNEL, "session_id": LOCAL_SESSION},
+                    "lns_term", sess_idx=SESS_IDX, mss_clamp=mss)
+        self.insert("ipv4_antispoof", {"sess_idx": SESS_IDX, "src_ipv4": ip_int(CLIENT_IP)}, "permit")
+        self.insert("ipv4_session", {"dst_ipv4": ip_int(CLIENT_IP)}, "to_l2tp",
+                    sess_idx=SESS_IDX, tunnel_idx=4, peer_session_id=PEER_SESSION, mss_clamp=mss)
+
+
+class LnsUpstream(LnsTest):
+    """L2TP data from the LAC -> strip -> route to the core."""
+
+    def runTest(self):
+        self.install_lns_session()
+        ip = IP(src=CLIENT_IP, dst=INTERNET_IP, ttl=20) / UDP(sport=7, dport=8) / Raw(b"u" * 25)
+        before = self.counter("session_up", SESS_IDX)
+        self.send(CORE2, self.l2tp_over_ip(l2tp_data(LOCAL_TUNNEL, LOCAL_SESSION) + b"\x00\x21" + bytes(ip)))
+        self.expect(Ether(src=BNG_MAC, dst=CORE_ROUTER_MAC, type=0x0800) / routed_ipv4(ip), CORE1)
+        self.assert_counter_delta(before, "session_up", SESS_IDX, 1, len(ip))
+
+
+class LnsDownstream(LnsTest):
+    """Core IPv4 to an LNS subscriber -> IPv4/UDP/L2TP/PPP toward the LAC."""
+
+    def runTest(self):
+        self.install_lns_session()
+        ip = IP(src=INTERNET_IP, dst=CLIENT_IP, ttl=30) / UDP(sport=8, dport=7) / Raw(b"w" * 19)
+        before = self.counter("session_down", SESS_IDX)
+        self.send(CORE1, Ether(src=CORE_ROUTER_MAC, dst=BNG_MAC) / ip)
+        self.expect(tunnel_frame(l2tp_data(PEER_TUNNEL, PEER_SESSION) + b"\x00\x21" + bytes(routed_ipv4(ip))),
+                    CORE2)
+        self.assert_counter_delta(before, "session_down", SESS_IDX, 1, len(ip))
+
+
+class LnsNegative(LnsTest):
+    """A spoofed inner source is dropped; L2TP version 3 is malformed; L2TP
+    to an address that is not ours is only routed, never terminated."""
+
+    def runTest(self):
+        self.install_lns_session()
+        before = self.drops("SPOOFED")
+        bad = IP(src="10.9.9.9", dst=INTERNET_IP) / UDP()
+        self.send(CORE2, self.l2tp_over_ip(l2tp_data(LOCAL_TUNNEL, LOCAL_SESSION) + b"\x00\x21" + bytes(bad)))
+        self.expect_nothing()
+        self.assertEqual(self.drops("SPOOFED")[0] - before[0], 1)
+        before = self.drops("MALFORMED")
+        ip = IP(src=CLIENT_IP, dst=INTERNET_IP) / UDP()
+        self.send(CORE2, self.l2tp_over_ip(l2tp_data(LOCAL_TUNNEL, LOCAL_SESSION, flags=0x0003) + b"\x00\x21" + bytes(ip)))
+        self.expect_nothing()
+        self.assertEqual(self.drops("MALFORMED")[0] - before[0], 1)
+        payload = l2tp_data(LOCAL_TUNNEL, LOCAL_SESSION) + b"\x00\x21" + bytes(ip)
+        transit = self.l2tp_over_ip(payload, dst="198.51.100.50")
+        self.send(CORE2, transit)
+        self.expect(Ether(src=BNG_MAC, dst=CORE_ROUTER_MAC, type=0x0800) / routed_ipv4(transit[IP]), CORE1)

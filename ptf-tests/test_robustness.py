@@ -1,0 +1,150 @@
+"""Malformed input is dropped and counted, never forwarded garbled; session
+policers; TCP MSS clamping."""
+import struct
+
+from scapy.layers.inet import IP, TCP, UDP
+from scapy.layers.l2 import Dot1AD, Dot1Q, Ether
+from scapy.packet import Raw
+
+from bng_base import (ACCESS1, BNG_MAC, CLIENT_IP, CLIENT_MAC, CORE1, CORE_ROUTER_MAC,
+                      INTERNET_IP, SESS_IDX, SESSION_ID, BngTest, access_frame, ipv4_checksum,
+                      mac_int)
+
+
+def pppoe_session_raw(session_id: int, length: int, ppp: bytes, ver_type=0x11, code=0) -> bytes:
+    return struct.pack("!BBHH", ver_type, code, session_id, length) + ppp
+
+
+class MalformedTest(BngTest):
+    def setUp(self):
+        BngTest.setUp(self)
+        self.install_core_route()
+        self.install_line(line_id=5)
+        self.install_pppoe_session(line_id=5)
+
+    def expect_drop(self, port, frame, reason="MALFORMED"):
+        before = self.drops(reason)
+        self.send(port, frame)
+        self.expect_nothing()
+        self.assert_no_packet_in(timeout=0.2)
+        self.assertEqual(self.drops(reason)[0] - before[0], 1, f"{reason} not counted")
+
+
+class MalformedPppoe(MalformedTest):
+    """Truncated PPPoE, PPPoE length beyond the frame, session id 0, wrong
+    version/type, PPPoE length disagreeing with the IPv4 length."""
+
+    def runTest(self):
+        ip = bytes(IP(src=CLIENT_IP, dst=INTERNET_IP) / UDP(sport=1, dport=2) / Raw(b"p" * 10))
+        good = pppoe_session_raw(SESSION_ID, len(ip) + 2, b"\x00\x21" + ip)
+        eth = Ether(src=CLIENT_MAC, dst=BNG_MAC, type=0x8864)
+        # sanity: the well-formed one is forwarded
+        self.send(ACCESS1, eth / Raw(good))
+        self.assertIsNotNone(self.dataplane.poll(port_number=CORE1, timeout=2).packet)
+        cases = {
+            "truncated in the IPv4 header": eth / Raw(good[:6 + 2 + 12]),
+            "truncated in the PPPoE header": eth / Raw(good[:4]),
+            "length beyond the frame": eth / Raw(pppoe_session_raw(SESSION_ID, len(ip) + 200, b"\x00\x21" + ip)),
+            "session id 0": eth / Raw(pppoe_session_raw(0, len(ip) + 2, b"\x00\x21" + ip)),
+            "version/type 0x21": eth / Raw(pppoe_session_raw(SESSION_ID, len(ip) + 2, b"\x00\x21" + ip, ver_type=0x21)),
+            "code not 0": eth / Raw(pppoe_session_raw(SESSION_ID, len(ip) + 2, b"\x00\x21" + ip, code=7)),
+            "length shorter than the IPv4 packet": eth / Raw(pppoe_session_raw(SESSION_ID, len(ip) - 4, b"\x00\x21" + ip)),
+        }
+        for name, frame in cases.items():
+            with self.subTest(case=name):
+                self.expect_drop(ACCESS1, frame)
+
+
+class MalformedIpv4(MalformedTest):
+    """IPv4 with options, and a bad header checksum, from a subscriber and
+    from the core."""
+
+    def runTest(self):
+        opts = IP(src=CLIENT_IP, dst=INTERNET_IP, options=[b"\x01\x01\x01\x00"]) / UDP()
+        self.expect_drop(ACCESS1, access_frame(self.pppoe_ip(opts)))
+        bad = bytearray(bytes(IP(src=CLIENT_IP, dst=INTERNET_IP) / UDP()))
+        bad[10] ^= 0xff
+        self.expect_drop(ACCESS1, access_frame(self.pppoe_ip(Raw(bytes(bad)))), "BAD_CHECKSUM")
+        core = bytearray(bytes(IP(src=INTERNET_IP, dst=CLIENT_IP) / UDP()))
+        core[11] ^= 0x01
+        self.expect_drop(CORE1, Ether(src=CORE_ROUTER_MAC, dst=BNG_MAC, type=0x0800) / Raw(bytes(core)),
+                         "BAD_CHECKSUM")
+        self.expect_drop(CORE1, Ether(src=CORE_ROUTER_MAC, dst=BNG_MAC, type=0x0800) / Raw(bytes(core)[:15]))
+
+
+class MalformedL2tp(MalformedTest):
+    """L2TP with a version other than 2; a non-zero Offset Size (padding is
+    not supported: dropped, counted as UNSUPPORTED)."""
+
+    def runTest(self):
+        self.insert("local_ipv4", {"addr": 0x64400001}, "set_local")
+        ppp = b"\x00\x21" + bytes(IP(src=CLIENT_IP, dst=INTERNET_IP) / UDP())
+        self.expect_drop(3, self.l2tp_over_ip(struct.pack("!HHH", 0x0003, 1, 1) + ppp))
+        self.expect_drop(3, self.l2tp_over_ip(struct.pack("!HHHH", 0x0202, 1, 1, 4) + b"\0" * 4 + ppp),
+                         "UNSUPPORTED")
+
+
+class SessionPolicer(BngTest):
+    """A session's upstream meter drops what exceeds its rate (POLICER);
+    the session counter counts only what passed."""
+
+    def runTest(self):
+        self.install_core_route()
+        self.install_line(line_id=5)
+        self.install_pppoe_session(line_id=5)
+        ip = IP(src=CLIENT_IP, dst=INTERNET_IP) / UDP(sport=1, dport=2) / Raw(b"m" * 972)   # 1000 bytes
+        self.assertEqual(len(ip), 1000)
+        # 1 kB/s with a 3 kB burst: 3 of 10 back-to-back packets pass
+        self.set_meter("session_meter_up", SESS_IDX, cir=1000, cburst=3000, pir=1000, pburst=3000)
+        try:
+            before = self.drops("POLICER")
+            counted = self.counter("session_up", SESS_IDX)
+            for _ in range(10):
+                self.send(ACCESS1, access_frame(self.pppoe_ip(ip)))
+            passed = 0
+            while self.dataplane.poll(port_number=CORE1, timeout=1).packet is not None:
+                passed += 1
+            self.assertEqual(passed, 3)
+            self.assertEqual(self.drops("POLICER")[0] - before[0], 7)
+            self.assert_counter_delta(counted, "session_up", SESS_IDX, 3, 3000)
+        finally:
+            self.reset_meter("session_meter_up", SESS_IDX)
+        # without a rate, everything passes again (the default profile)
+        self.send(ACCESS1, access_frame(self.pppoe_ip(ip)))
+        self.assertIsNotNone(self.dataplane.poll(port_number=CORE1, timeout=2).packet)
+
+
+class MssClamp(BngTest):
+    """SYN with MSS 1460 from and to a session with clamp 1452 is rewritten
+    with a correct TCP checksum; a smaller MSS and non-SYN segments are left
+    alone; sessions without a clamp are untouched."""
+
+    def runTest(self):
+        self.install_core_route()
+        self.install_line(line_id=5)
+        self.install_pppoe_session(line_id=5, mss=1452)
+
+        def syn(src, dst, mss, flags="S"):
+            return IP(src=src, dst=dst, ttl=64) / TCP(sport=40000, dport=443, flags=flags, seq=1,
+                                                      options=[("MSS", mss), ("NOP", None), ("NOP", None)])
+
+        def clamped(pkt, mss):
+            out = IP(bytes(pkt))
+            out[TCP].options = [("MSS", mss), ("NOP", None), ("NOP", None)]
+            out.ttl -= 1
+            del out.chksum
+            del out[TCP].chksum
+            return out
+
+        up = syn(CLIENT_IP, INTERNET_IP, 1460)
+        self.send(ACCESS1, access_frame(self.pppoe_ip(up)))
+        self.expect(Ether(src=BNG_MAC, dst=CORE_ROUTER_MAC) / clamped(up, 1452), CORE1)
+        down = syn(INTERNET_IP, CLIENT_IP, 1460, flags="SA")
+        self.send(CORE1, Ether(src=CORE_ROUTER_MAC, dst=BNG_MAC) / down)
+        self.expect(access_frame(self.pppoe_ip(clamped(down, 1452)), src=BNG_MAC, dst=CLIENT_MAC), ACCESS1)
+        small = syn(CLIENT_IP, INTERNET_IP, 1400)
+        self.send(ACCESS1, access_frame(self.pppoe_ip(small)))
+        self.expect(Ether(src=BNG_MAC, dst=CORE_ROUTER_MAC) / clamped(small, 1400), CORE1)
+        ack = syn(CLIENT_IP, INTERNET_IP, 1460, flags="A")
+        self.send(ACCESS1, access_frame(self.pppoe_ip(ack)))
+        self.expect(Ether(src=BNG_MAC, dst=CORE_ROUTER_MAC) / clamped(ack, 1460), CORE1)
