@@ -89,7 +89,7 @@ control MainControlImpl(inout headers_t hdr, inout bng_meta_t meta,
         if (hdr.packet_out.isValid()) {
             hdr.packet_out.setInvalid();
             if (!packet_out_port.apply().hit) {
-                drops.count((bit<32>) DropReason_t.BAD_PACKET_OUT, (bit<32>) meta.frame_len);
+                drops.count((bit<32>) (bit<8>) DropReason_t.BAD_PACKET_OUT, (bit<32>) meta.frame_len);
             }
         } else {
             bng.apply(hdr, meta);
@@ -112,14 +112,14 @@ control MainControlImpl(inout headers_t hdr, inout bng_meta_t meta,
                 }
             } else if (meta.verdict == Verdict_t.PUNT) {
                 /* a packets meter: every packet weighs 1 */
-                color = punt_meter.dpdk_execute((bit<32>) meta.punt_reason, PNA_MeterColor_t.GREEN, 1);
+                color = punt_meter.dpdk_execute((bit<32>) (bit<8>) meta.punt_reason, PNA_MeterColor_t.GREEN, 1);
                 if (color == PNA_MeterColor_t.RED) {
                     meta.verdict = Verdict_t.DROP;
                     meta.drop_reason = DropReason_t.PUNT_POLICED;
                 } else {
-                    punts.count((bit<32>) meta.punt_reason, (bit<32>) meta.frame_len);
+                    punts.count((bit<32>) (bit<8>) meta.punt_reason, (bit<32>) meta.frame_len);
                     if (meta.punt_reason == PuntReason_t.TTL_EXPIRED) {
-                        drops.count((bit<32>) DropReason_t.TTL_EXPIRED, (bit<32>) meta.frame_len);
+                        drops.count((bit<32>) (bit<8>) DropReason_t.TTL_EXPIRED, (bit<32>) meta.frame_len);
                     }
                 }
             }
@@ -135,7 +135,7 @@ control MainControlImpl(inout headers_t hdr, inout bng_meta_t meta,
                 hdr.packet_in._pad = 0;
                 send_to_port((PortId_t) CPU_PORT);
             } else {
-                drops.count((bit<32>) meta.drop_reason, (bit<32>) meta.frame_len);
+                drops.count((bit<32>) (bit<8>) meta.drop_reason, (bit<32>) meta.frame_len);
                 drop_packet();
             }
         }

@@ -77,12 +77,12 @@ control BngIngressTop(inout headers_t hdr, inout bng_meta_t meta,
                     session_down.count(meta.sess_idx);
                 }
             } else if (meta.verdict == Verdict_t.PUNT) {
-                color = punt_meter.execute((bit<32>) meta.punt_reason);
+                color = punt_meter.execute((bit<32>) (bit<8>) meta.punt_reason);
                 if (color == MeterColor_t.RED) {
                     meta.verdict = Verdict_t.DROP;
                     meta.drop_reason = DropReason_t.PUNT_POLICED;
                 } else {
-                    punts.count((bit<32>) meta.punt_reason);
+                    punts.count((bit<32>) (bit<8>) meta.punt_reason);
                 }
             }
 
@@ -97,7 +97,7 @@ control BngIngressTop(inout headers_t hdr, inout bng_meta_t meta,
                 hdr.packet_in._pad = 0;
                 ig_tm_md.ucast_egress_port = TOFINO_CPU_PORT;
             } else {
-                drops.count((bit<32>) meta.drop_reason);
+                drops.count((bit<32>) (bit<8>) meta.drop_reason);
                 ig_dprsr_md.drop_ctl = 1;
             }
             ig_tm_md.bypass_egress = 1;
