@@ -153,10 +153,13 @@ class P4RuntimeClient:
         n = self.names
         t = n.table(table)
         te = p4r.TableEntry(table_id=t.preamble.id, priority=priority, is_default_action=default)
+        mt = p4info_pb2.MatchField
         for fname, v in (match or {}).items():
             mf = n.match_field(table, fname)
+            # P4Runtime: a wildcard (LPM /0, ternary mask 0) is an omitted field
+            if (mf.match_type == mt.LPM and v[1] == 0) or (mf.match_type == mt.TERNARY and v[1] == 0):
+                continue
             fm = te.match.add(field_id=mf.id)
-            mt = p4info_pb2.MatchField
             if mf.match_type == mt.EXACT:
                 fm.exact.value = encode(v, mf.bitwidth)
             elif mf.match_type == mt.LPM:

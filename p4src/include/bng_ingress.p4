@@ -14,7 +14,13 @@
 #define BNG_INGRESS_P4
 
 #include "headers.p4"
-#include "checksum.p4"
+
+/* Arithmetic is kept to a minimum and written as in-place steps: p4c-dpdk
+ * gives every intermediate result its own metadata field, and SWX
+ * instructions reach only the first 256 bytes of metadata. Checksums are
+ * the tops' job (meta.*_csum_* flags): PNA has an extern for them in the
+ * control, Tofino only in the parser and deparser. */
+const bit<16> IPV4_TTL_ONE = 0x0100;     /* ttl 1 in ttl_protocol */
 
 const bit<8> JOB_NONE = 0;
 const bit<8> JOB_ROUTE_UP_V4 = 1;    /* subscriber IPv4 (inner_ipv4) to the FIB */
@@ -167,8 +173,8 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
     /* The BNG's IPv6 addresses, their solicited-node groups included (ND). */
     table local_ipv6 {
         key = {
-            meta.lookup_v6_hi : exact @name("addr_hi");
-            meta.lookup_v6_lo : exact @name("addr_lo");
+            hdr.ipv6.dst_hi : exact @name("addr_hi");
+            hdr.ipv6.dst_lo : exact @name("addr_lo");
         }
         actions = { set_local; @defaultonly NoAction; }
         const default_action = NoAction();
@@ -182,8 +188,8 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
                     bit<16> mss_clamp) {
         meta.sess_idx = sess_idx;
         meta.out_port = port;
-        meta.client_mac = client_mac;
-        meta.bng_mac = bng_mac;
+        meta.nh_dmac = client_mac;
+        meta.nh_smac = bng_mac;
         meta.s_tpid = s_tpid;
         meta.s_vid = s_vid;
         meta.c_vid = c_vid;
@@ -229,8 +235,8 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
                         bit<16> s_tpid, bit<16> s_vid, bit<16> c_vid, bit<16> pppoe_session_id) {
         meta.sess_idx = sess_idx;
         meta.out_port = port;
-        meta.client_mac = client_mac;
-        meta.bng_mac = bng_mac;
+        meta.nh_dmac = client_mac;
+        meta.nh_smac = bng_mac;
         meta.s_tpid = s_tpid;
         meta.s_vid = s_vid;
         meta.c_vid = c_vid;
@@ -251,12 +257,14 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
         size = BNG_MAX_SESSIONS;
     }
 
+    /* Writes the outer headers directly (they are made valid before the
+     * lookup): no metadata to carry them. */
     action set_tunnel(bit<32> local_ip, bit<32> peer_ip, bit<16> peer_tunnel_id,
                       bit<16> peer_port, nexthop_id_t nexthop_id) {
-        meta.tun_local_ip = local_ip;
-        meta.tun_peer_ip = peer_ip;
-        meta.tun_peer_tunnel_id = peer_tunnel_id;
-        meta.tun_peer_port = peer_port;
+        hdr.ipv4.src_addr = local_ip;
+        hdr.ipv4.dst_addr = peer_ip;
+        hdr.l2tp_ids.tunnel_id = peer_tunnel_id;
+        hdr.udp.dst_port = peer_port;
         meta.nexthop_id = nexthop_id;
     }
 
@@ -322,6 +330,9 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
         meta.nexthop_id = 0;
         meta.is_local = 0;
         meta.my_station = 0;
+        meta.ipv4_csum_update = 0;
+        meta.inner_ipv4_csum_update = 0;
+        meta.mss_update = 0;
         bit<8> kind = KIND_NONE;
 
         /* ================= classification ================= */
@@ -339,23 +350,27 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
             }
             line_map.apply();
             meta.session_id = hdr.pppoe.session_id;
-            meta.tmp32 = (bit<32>) meta.l2_len + 6 + (bit<32>) hdr.pppoe.length;
+            meta.w = (bit<32>) hdr.pppoe.length;
+            meta.w = meta.w + 6;
+            meta.w = meta.w + meta.l2_len;               /* frame bytes PPPoE claims */
             if (!hdr.ppp.isValid()) {
                 /* discovery: PADI, PADO, PADR, PADS, PADT */
-                if (hdr.pppoe.ver_type != 0x11 || meta.tmp32 > (bit<32>) meta.frame_len) {
+                if (hdr.pppoe.ver_type != 0x11 || meta.w > meta.frame_len) {
                     drop_for(DropReason_t.MALFORMED);
                 } else {
                     punt_for(PuntReason_t.PPPOE_DISCOVERY);
                 }
             } else if (hdr.pppoe.ver_type != 0x11 || hdr.pppoe.code != 0
                        || hdr.pppoe.session_id == 0 || hdr.pppoe.length < 2
-                       || meta.tmp32 > (bit<32>) meta.frame_len) {
+                       || meta.w > meta.frame_len) {
                 drop_for(DropReason_t.MALFORMED);
             } else if (meta.line_id == 0) {
                 drop_for(DropReason_t.UNKNOWN_LINE);
             } else {
                 meta.direction = Direction_t.UPSTREAM;
-                meta.sess_bytes = (bit<32>) (hdr.pppoe.length - 2);
+                meta.sess_bytes = (bit<32>) hdr.pppoe.length;
+                meta.sess_bytes = meta.sess_bytes - 2;
+                meta.ck = (bit<32>) hdr.pppoe.length;     /* compared with IP lengths below */
                 if (hdr.inner_ipv4.isValid()) {
                     if (pppoe_up_v4.apply().hit) {
                         kind = KIND_TERM_V4;
@@ -370,8 +385,9 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
                 if (kind == KIND_LAC) {
                     meta.job = JOB_LAC_UP;
                 } else if (kind == KIND_TERM_V4) {
-                    if (hdr.inner_ipv4.version_ihl != 0x45
-                        || hdr.inner_ipv4.total_len + 2 != hdr.pppoe.length) {
+                    meta.w = (bit<32>) hdr.inner_ipv4.total_len;
+                    meta.w = meta.w + 2;
+                    if ((hdr.inner_ipv4.version_ihl_tos & 0xff00) != 0x4500 || meta.w != meta.ck) {
                         drop_for(DropReason_t.MALFORMED);
                     } else {
                         meta.job = JOB_ROUTE_UP_V4;
@@ -380,7 +396,9 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
                     if (hdr.inner_ipv4.isValid()) {
                         drop_for(DropReason_t.SPOOFED);
                     } else if (hdr.inner_ipv6.isValid()) {
-                        if (hdr.inner_ipv6.payload_len + 42 != hdr.pppoe.length) {
+                        meta.w = (bit<32>) hdr.inner_ipv6.payload_len;
+                        meta.w = meta.w + 42;
+                        if (meta.w != meta.ck) {
                             drop_for(DropReason_t.MALFORMED);
                         } else {
                             meta.job = JOB_ROUTE_UP_V6;
@@ -411,13 +429,14 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
         } else if (hdr.ipv4.isValid()) {
             /* ---- core side: IPv4 (routed, downstream, L2TP) ---- */
             my_station.apply();
-            meta.tmp32 = (bit<32>) meta.l2_len + (bit<32>) hdr.ipv4.total_len;
+            meta.w = (bit<32>) hdr.ipv4.total_len;
+            meta.w = meta.w + meta.l2_len;
             if (meta.my_station == 0) {
                 drop_for(DropReason_t.NOT_FOR_US);
-            } else if (hdr.ipv4.version_ihl != 0x45 || hdr.ipv4.total_len < 20
-                       || meta.tmp32 > (bit<32>) meta.frame_len) {
+            } else if ((hdr.ipv4.version_ihl_tos & 0xff00) != 0x4500 || hdr.ipv4.total_len < 20
+                       || meta.w > meta.frame_len) {
                 drop_for(DropReason_t.MALFORMED);
-            } else if (ipv4_header_sum(hdr.ipv4) != 0xffff) {
+            } else if (meta.ipv4_csum_bad == 1) {
                 drop_for(DropReason_t.BAD_CHECKSUM);
             } else {
                 meta.lookup_ipv4 = hdr.ipv4.dst_addr;
@@ -429,23 +448,36 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
                         drop_for(DropReason_t.MALFORMED);
                     } else if (meta.l2tp_bad == 2) {
                         drop_for(DropReason_t.UNSUPPORTED);
-                    } else if (hdr.udp.length + 20 != hdr.ipv4.total_len
-                               || hdr.udp.length < 8 + meta.l2tp_len + 2) {
-                        drop_for(DropReason_t.MALFORMED);
                     } else {
-                        meta.session_id = hdr.l2tp_ids.session_id;
-                        /* PPP payload carried: UDP payload minus L2TP and 0xff03 */
-                        meta.ip_len = hdr.udp.length - 8 - meta.l2tp_len;
+                        meta.w = (bit<32>) hdr.udp.length;
+                        meta.w = meta.w + 20;
+                        meta.ck = (bit<32>) hdr.ipv4.total_len;
+                        /* PPP carried: UDP payload minus L2TP and 0xff03 */
+                        meta.ip_len = (bit<32>) hdr.udp.length;
+                        meta.ip_len = meta.ip_len - 8;
+                        meta.ip_len = meta.ip_len - meta.l2tp_len;
                         if (hdr.ppp_ac.isValid()) {
                             meta.ip_len = meta.ip_len - 2;
                         }
-                        meta.sess_bytes = (bit<32>) (meta.ip_len - 2);
+                    }
+                    if (meta.verdict != Verdict_t.DROP || meta.drop_reason != DropReason_t.NONE) {
+                        /* decided above */
+                    } else if (meta.w != meta.ck || meta.ip_len < 2 || meta.ip_len > 0xffff) {
+                        drop_for(DropReason_t.MALFORMED);
+                    } else {
+                        meta.session_id = hdr.l2tp_ids.session_id;
+                        meta.sess_bytes = meta.ip_len - 2;
                         switch (l2tp_session.apply().action_run) {
                             lns_term: {
                                 meta.direction = Direction_t.UPSTREAM;
+                                meta.w = (bit<32>) hdr.inner_ipv4.total_len;
+                                if (hdr.inner_ipv6.isValid()) {
+                                    meta.w = (bit<32>) hdr.inner_ipv6.payload_len;
+                                    meta.w = meta.w + 40;
+                                }
+                                meta.w = meta.w + 2;
                                 if (hdr.inner_ipv4.isValid()) {
-                                    if (hdr.inner_ipv4.version_ihl != 0x45
-                                        || hdr.inner_ipv4.total_len + 2 != meta.ip_len) {
+                                    if ((hdr.inner_ipv4.version_ihl_tos & 0xff00) != 0x4500 || meta.w != meta.ip_len) {
                                         drop_for(DropReason_t.MALFORMED);
                                     } else if (ipv4_antispoof.apply().hit) {
                                         meta.job = JOB_ROUTE_UP_V4;
@@ -453,7 +485,7 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
                                         drop_for(DropReason_t.SPOOFED);
                                     }
                                 } else if (hdr.inner_ipv6.isValid()) {
-                                    if (hdr.inner_ipv6.payload_len + 42 != meta.ip_len) {
+                                    if (meta.w != meta.ip_len) {
                                         drop_for(DropReason_t.MALFORMED);
                                     } else {
                                         meta.job = JOB_ROUTE_UP_V6;
@@ -479,7 +511,7 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
                     }
                 } else if (meta.is_local == 1) {
                     punt_for(PuntReason_t.LOCAL_IPV4);
-                } else if (hdr.ipv4.ttl <= 1) {
+                } else if (hdr.ipv4.ttl_protocol < 2 * IPV4_TTL_ONE) {
                     punt_for(PuntReason_t.TTL_EXPIRED);
                 } else {
                     ipv4_session.apply();
@@ -502,15 +534,18 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
         } else if (hdr.ipv6.isValid()) {
             /* ---- core side: IPv6 ---- */
             my_station.apply();
-            meta.tmp32 = (bit<32>) meta.l2_len + 40 + (bit<32>) hdr.ipv6.payload_len;
-            if (meta.my_station == 0 && (hdr.ipv6.dst_hi & 0xff00000000000000) != 0xff00000000000000) {
+            meta.w = (bit<32>) hdr.ipv6.payload_len;
+            meta.w = meta.w + 40;
+            meta.w = meta.w + meta.l2_len;
+            meta.ck = hdr.ipv6.version_tc_flow;
+            meta.ck = meta.ck & 0xf0000000;
+            meta.lookup_v6_hi = hdr.ipv6.dst_hi;
+            meta.lookup_v6_hi = meta.lookup_v6_hi & 0xff00000000000000;   /* multicast? */
+            if (meta.my_station == 0 && meta.lookup_v6_hi != 0xff00000000000000) {
                 drop_for(DropReason_t.NOT_FOR_US);
-            } else if ((hdr.ipv6.version_tc_flow & 0xf0000000) != 0x60000000
-                       || meta.tmp32 > (bit<32>) meta.frame_len) {
+            } else if (meta.ck != 0x60000000 || meta.w > meta.frame_len) {
                 drop_for(DropReason_t.MALFORMED);
             } else {
-                meta.lookup_v6_hi = hdr.ipv6.dst_hi;
-                meta.lookup_v6_lo = hdr.ipv6.dst_lo;
                 local_ipv6.apply();
                 if (meta.is_local == 1) {
                     punt_for(PuntReason_t.LOCAL_IPV6);
@@ -524,7 +559,8 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
                         meta.job = JOB_ROUTE_V6;
                     } else {
                         meta.direction = Direction_t.DOWNSTREAM;
-                        meta.sess_bytes = (bit<32>) hdr.ipv6.payload_len + 40;
+                        meta.sess_bytes = (bit<32>) hdr.ipv6.payload_len;
+                        meta.sess_bytes = meta.sess_bytes + 40;
                         if (meta.job == JOB_PPPOE_DOWN_V4) {
                             meta.job = JOB_PPPOE_DOWN_V6;
                         } else {
@@ -541,19 +577,28 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
         if (meta.job == JOB_ROUTE_UP_V4) {
             meta.lookup_ipv4 = hdr.inner_ipv4.dst_addr;
             local_ipv4.apply();
-            if (ipv4_header_sum(hdr.inner_ipv4) != 0xffff) {
+            if (meta.inner_ipv4_csum_bad == 1) {
                 drop_for(DropReason_t.BAD_CHECKSUM);
                 meta.job = JOB_NONE;
             } else if (meta.is_local == 1) {
                 punt_for(PuntReason_t.LOCAL_IPV4);    /* ping to the gateway */
                 meta.job = JOB_NONE;
-            } else if (hdr.inner_ipv4.ttl <= 1) {
+            } else if (hdr.inner_ipv4.ttl_protocol < 2 * IPV4_TTL_ONE) {
                 punt_for(PuntReason_t.TTL_EXPIRED);
                 meta.job = JOB_NONE;
             }
         } else if (meta.job == JOB_ROUTE_UP_V6) {
-            if ((hdr.inner_ipv6.dst_hi & 0xffc0000000000000) == 0xfe80000000000000
-                || (hdr.inner_ipv6.dst_hi & 0xff00000000000000) == 0xff00000000000000) {
+            meta.lookup_v6_hi = hdr.inner_ipv6.dst_hi;
+            meta.lookup_v6_hi = meta.lookup_v6_hi & 0xffc0000000000000;
+            meta.is_local = 0;
+            if (meta.lookup_v6_hi == 0xfe80000000000000) {
+                meta.is_local = 1;
+            }
+            meta.lookup_v6_hi = meta.lookup_v6_hi & 0xff00000000000000;
+            if (meta.lookup_v6_hi == 0xff00000000000000) {
+                meta.is_local = 1;
+            }
+            if (meta.is_local == 1) {
                 /* RS, DHCPv6, NS to the gateway: link-local, before the
                  * source check (their source is link-local too) */
                 punt_for(PuntReason_t.SUBSCRIBER_IPV6_CONTROL);
@@ -581,16 +626,12 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
                 hdr.l2tp_offset.setInvalid();
                 hdr.ppp_ac.setInvalid();
                 hdr.ppp.setInvalid();
-                hdr.inner_ipv4.checksum = checksum_update(hdr.inner_ipv4.checksum,
-                    hdr.inner_ipv4.ttl ++ hdr.inner_ipv4.protocol,
-                    (hdr.inner_ipv4.ttl - 1) ++ hdr.inner_ipv4.protocol);
-                hdr.inner_ipv4.ttl = hdr.inner_ipv4.ttl - 1;
+                hdr.inner_ipv4.ttl_protocol = hdr.inner_ipv4.ttl_protocol - IPV4_TTL_ONE;
+                meta.inner_ipv4_csum_update = 1;
             } else {
                 meta.lookup_ipv4 = hdr.ipv4.dst_addr;
-                hdr.ipv4.checksum = checksum_update(hdr.ipv4.checksum,
-                    hdr.ipv4.ttl ++ hdr.ipv4.protocol,
-                    (hdr.ipv4.ttl - 1) ++ hdr.ipv4.protocol);
-                hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
+                hdr.ipv4.ttl_protocol = hdr.ipv4.ttl_protocol - IPV4_TTL_ONE;
+                meta.ipv4_csum_update = 1;
             }
             fib_v4.apply();
             meta.l3_type = ETHERTYPE_IPV4;
@@ -618,54 +659,51 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
                    || meta.job == JOB_LNS_DOWN_V6) {
             /* push IPv4/UDP/L2TP/PPP toward the tunnel peer */
             if (meta.job == JOB_LAC_UP) {
-                meta.ip_len = hdr.pppoe.length;           /* PPP protocol + payload */
+                meta.ip_len = (bit<32>) hdr.pppoe.length;    /* PPP protocol + payload */
                 hdr.pppoe.setInvalid();
             } else if (meta.job == JOB_LNS_DOWN_V4) {
                 hdr.inner_ipv4 = hdr.ipv4;
-                hdr.inner_ipv4.checksum = checksum_update(hdr.inner_ipv4.checksum,
-                    hdr.inner_ipv4.ttl ++ hdr.inner_ipv4.protocol,
-                    (hdr.inner_ipv4.ttl - 1) ++ hdr.inner_ipv4.protocol);
-                hdr.inner_ipv4.ttl = hdr.inner_ipv4.ttl - 1;
+                hdr.inner_ipv4.ttl_protocol = hdr.inner_ipv4.ttl_protocol - IPV4_TTL_ONE;
+                meta.inner_ipv4_csum_update = 1;
                 hdr.ppp.setValid();
                 hdr.ppp.protocol = PPP_IPV4;
-                meta.ip_len = hdr.ipv4.total_len + 2;
+                meta.ip_len = (bit<32>) hdr.ipv4.total_len;
+                meta.ip_len = meta.ip_len + 2;
             } else {
                 hdr.inner_ipv6 = hdr.ipv6;
                 hdr.inner_ipv6.hop_limit = hdr.inner_ipv6.hop_limit - 1;
                 hdr.ipv6.setInvalid();
                 hdr.ppp.setValid();
                 hdr.ppp.protocol = PPP_IPV6;
-                meta.ip_len = hdr.inner_ipv6.payload_len + 42;
+                meta.ip_len = (bit<32>) hdr.inner_ipv6.payload_len;
+                meta.ip_len = meta.ip_len + 42;
             }
+            hdr.ipv4.setValid();
+            hdr.udp.setValid();
+            hdr.l2tp_ids.setValid();
             if (l2tp_tunnel.apply().hit) {
                 hdr.ppp_ac.setValid();
                 hdr.ppp_ac.address_control = PPP_ADDRESS_CONTROL;
                 hdr.l2tp.setValid();
                 hdr.l2tp.flags_version = L2TP_VERSION;
-                hdr.l2tp_ids.setValid();
-                hdr.l2tp_ids.tunnel_id = meta.tun_peer_tunnel_id;
                 hdr.l2tp_ids.session_id = meta.peer_session_id;
-                hdr.udp.setValid();
                 hdr.udp.src_port = L2TP_PORT;
-                hdr.udp.dst_port = meta.tun_peer_port;
-                hdr.udp.length = meta.ip_len + 16;       /* UDP 8 + L2TP 6 + ff03 2 */
+                hdr.udp.length = (bit<16>) meta.ip_len;
+                hdr.udp.length = hdr.udp.length + 16;     /* UDP 8 + L2TP 6 + ff03 2 */
                 hdr.udp.checksum = 0;
-                hdr.ipv4.setValid();
-                hdr.ipv4.version_ihl = 0x45;
-                hdr.ipv4.dscp_ecn = 0;
-                hdr.ipv4.total_len = meta.ip_len + 36;
+                hdr.ipv4.version_ihl_tos = 0x4500;
+                hdr.ipv4.total_len = hdr.udp.length + 20;
                 hdr.ipv4.identification = 0;
                 hdr.ipv4.flags_frag = 0;
-                hdr.ipv4.ttl = 64;
-                hdr.ipv4.protocol = IP_PROTO_UDP;
-                hdr.ipv4.checksum = 0;
-                hdr.ipv4.src_addr = meta.tun_local_ip;
-                hdr.ipv4.dst_addr = meta.tun_peer_ip;
-                hdr.ipv4.checksum = ~ipv4_header_sum(hdr.ipv4);
+                hdr.ipv4.ttl_protocol = 0x4000 | (bit<16>) IP_PROTO_UDP;   /* ttl 64 */
+                meta.ipv4_csum_update = 1;
                 meta.l3_type = ETHERTYPE_IPV4;
             } else {
                 drop_for(DropReason_t.NO_SESSION);       /* session without its tunnel */
                 meta.job = JOB_NONE;
+                hdr.ipv4.setInvalid();
+                hdr.udp.setInvalid();
+                hdr.l2tp_ids.setInvalid();
             }
         } else if (meta.job == JOB_LAC_DOWN || meta.job == JOB_PPPOE_DOWN_V4
                    || meta.job == JOB_PPPOE_DOWN_V6) {
@@ -675,7 +713,7 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
             hdr.pppoe.code = 0;
             hdr.pppoe.session_id = meta.pppoe_session_id;
             if (meta.job == JOB_LAC_DOWN) {
-                hdr.pppoe.length = meta.ip_len;
+                hdr.pppoe.length = (bit<16>) meta.ip_len;
                 hdr.ipv4.setInvalid();
                 hdr.udp.setInvalid();
                 hdr.l2tp.setInvalid();
@@ -685,21 +723,21 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
                 hdr.l2tp_offset.setInvalid();
                 hdr.ppp_ac.setInvalid();
             } else if (meta.job == JOB_PPPOE_DOWN_V4) {
-                hdr.pppoe.length = hdr.ipv4.total_len + 2;
+                hdr.pppoe.length = hdr.ipv4.total_len;
+                hdr.pppoe.length = hdr.pppoe.length + 2;
                 hdr.encap_ppp.setValid();
                 hdr.encap_ppp.protocol = PPP_IPV4;
-                hdr.ipv4.checksum = checksum_update(hdr.ipv4.checksum,
-                    hdr.ipv4.ttl ++ hdr.ipv4.protocol,
-                    (hdr.ipv4.ttl - 1) ++ hdr.ipv4.protocol);
-                hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
+                hdr.ipv4.ttl_protocol = hdr.ipv4.ttl_protocol - IPV4_TTL_ONE;
+                meta.ipv4_csum_update = 1;
             } else {
-                hdr.pppoe.length = hdr.ipv6.payload_len + 42;
+                hdr.pppoe.length = hdr.ipv6.payload_len;
+                hdr.pppoe.length = hdr.pppoe.length + 42;
                 hdr.encap_ppp.setValid();
                 hdr.encap_ppp.protocol = PPP_IPV6;
                 hdr.ipv6.hop_limit = hdr.ipv6.hop_limit - 1;
             }
-            hdr.ethernet.dst_addr = meta.client_mac;
-            hdr.ethernet.src_addr = meta.bng_mac;
+            hdr.ethernet.dst_addr = meta.nh_dmac;
+            hdr.ethernet.src_addr = meta.nh_smac;
             if (meta.c_vid != 0) {
                 hdr.c_tag.setValid();
                 hdr.c_tag.tci = meta.c_vid;
@@ -755,8 +793,7 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
         if (meta.verdict == Verdict_t.FORWARD && meta.mss_clamp != 0 && hdr.tcp_mss.isValid()) {
             if ((hdr.tcp.flags & TCP_FLAG_SYN) != 0 && hdr.tcp_mss.kind == TCP_OPTION_MSS
                 && hdr.tcp_mss.len == 4 && hdr.tcp_mss.mss > meta.mss_clamp) {
-                hdr.tcp.checksum = checksum_update(hdr.tcp.checksum, hdr.tcp_mss.mss, meta.mss_clamp);
-                hdr.tcp_mss.mss = meta.mss_clamp;
+                meta.mss_update = 1;
             }
         }
     }

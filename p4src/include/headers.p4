@@ -76,14 +76,14 @@ header arp_h {
     bit<32> tpa;
 }
 
+/* Byte fields are paired into 16-bit words: SWX's checksum instructions
+ * add whole fields as numbers, which is only right for 16/32-bit fields. */
 header ipv4_h {
-    bit<8> version_ihl;
-    bit<8> dscp_ecn;
+    bit<16> version_ihl_tos;   /* version(4) ihl(4) dscp/ecn(8) */
     bit<16> total_len;
     bit<16> identification;
     bit<16> flags_frag;
-    bit<8> ttl;
-    bit<8> protocol;
+    bit<16> ttl_protocol;      /* ttl(8) protocol(8) */
     bit<16> checksum;
     bit<32> src_addr;
     bit<32> dst_addr;
@@ -176,15 +176,17 @@ struct headers_t {
 }
 
 /* Everything the core reads from and hands back to the architecture top.
- * All fields are whole bytes and at most 64 bits (SWX metadata). */
+ * All fields are whole bytes and at most 64 bits (SWX metadata), and the
+ * whole struct, with what p4c-dpdk adds to it, must stay under 256 bytes:
+ * SWX instructions address metadata with an 8-bit byte offset. */
 struct bng_meta_t {
     /* set by the top */
     port_t in_port;
-    bit<16> frame_len;        /* 0xffff where the architecture cannot tell */
+    bit<32> frame_len;        /* 0xffff where the architecture cannot tell */
     /* set by the parser */
-    bit<16> parsed_len;       /* bytes the parser extracted after the prelude */
-    bit<16> l2_len;           /* Ethernet + VLAN tags */
-    bit<16> l2tp_len;         /* L2TP header bytes (with optional fields) */
+    bit<32> parsed_len;       /* bytes the parser extracted after the prelude */
+    bit<32> l2_len;           /* Ethernet + VLAN tags */
+    bit<32> l2tp_len;         /* L2TP header bytes (with optional fields) */
     bit<8> l2tp_bad;          /* 1: not L2TPv2, 2: offset padding (unsupported) */
     /* working state */
     bit<16> s_vid;
@@ -194,29 +196,20 @@ struct bng_meta_t {
     bit<16> mss_clamp;        /* 0: no clamping */
     bit<8> is_local;
     bit<8> my_station;
+    bit<8> job;               /* what the classification decided to do (see core) */
     nexthop_id_t nexthop_id;
     tunnel_idx_t tunnel_idx;
     bit<16> peer_session_id;
-    bit<16> ip_len;           /* bytes of the IP packet carried */
+    bit<16> s_tpid;
+    bit<16> pppoe_session_id;
     bit<16> l3_type;          /* ethertype of what follows the L2 header on egress */
+    bit<32> ip_len;           /* bytes carried in PPP, protocol field included */
     bit<32> lookup_ipv4;      /* address looked up in local_ipv4 and fib_v4 */
-    bit<64> lookup_v6_hi;     /* address looked up in local_ipv6 and fib_v6 */
-    bit<64> lookup_v6_lo;
-    bit<8> job;               /* what the classification decided to do (see core) */
-    /* next hop (routed and tunnelled traffic) */
+    bit<64> lookup_v6_hi;     /* /64 looked up in fib_v6; scratch for prefix tests */
+    /* layer 2 rewrite: next hop, or client (dmac) and BNG (smac) downstream */
     bit<48> nh_smac;
     bit<48> nh_dmac;
     bit<16> nh_vid;
-    /* downstream PPPoE encapsulation, set by session actions */
-    bit<48> client_mac;
-    bit<48> bng_mac;
-    bit<16> s_tpid;
-    bit<16> pppoe_session_id;
-    /* L2TP encapsulation, set by the tunnel action */
-    bit<32> tun_local_ip;
-    bit<32> tun_peer_ip;
-    bit<16> tun_peer_tunnel_id;
-    bit<16> tun_peer_port;
     /* the verdict, carried out by the top */
     Verdict_t verdict;
     DropReason_t drop_reason;
@@ -225,7 +218,16 @@ struct bng_meta_t {
     port_t out_port;
     sess_idx_t sess_idx;      /* 0: no session counters/meters */
     bit<32> sess_bytes;       /* bytes counted against the session (PPP payload) */
-    bit<32> tmp32;            /* checksum arithmetic */
+    /* scratch for arithmetic (see checksum.p4) */
+    bit<32> ck;
+    bit<32> w;
+    /* checksums: verified and recomputed by the top (PNA: InternetChecksum
+     * in the control; TNA: Checksum in parser/deparser) */
+    bit<8> ipv4_csum_bad;
+    bit<8> inner_ipv4_csum_bad;
+    bit<8> ipv4_csum_update;
+    bit<8> inner_ipv4_csum_update;
+    bit<8> mss_update;         /* rewrite tcp_mss.mss to mss_clamp, fix TCP checksum */
 }
 
 #endif

@@ -87,9 +87,9 @@ parser BngParser(packet_in pkt, inout headers_t hdr, inout bng_meta_t meta) {
     state parse_ipv4 {
         pkt.extract(hdr.ipv4);
         meta.parsed_len = meta.parsed_len + 20;
-        transition select(hdr.ipv4.version_ihl, hdr.ipv4.flags_frag, hdr.ipv4.protocol) {
-            (0x45, 0x0000 &&& 0x1fff, IP_PROTO_UDP): peek_udp;
-            (0x45, 0x0000 &&& 0x1fff, IP_PROTO_TCP): parse_tcp;
+        transition select(hdr.ipv4.version_ihl_tos, hdr.ipv4.flags_frag, hdr.ipv4.ttl_protocol) {
+            (0x4500 &&& 0xff00, 0x0000 &&& 0x1fff, 0x0011 &&& 0x00ff): peek_udp;
+            (0x4500 &&& 0xff00, 0x0000 &&& 0x1fff, 0x0006 &&& 0x00ff): parse_tcp;
             default: accept;
         }
     }
@@ -217,8 +217,9 @@ parser BngParser(packet_in pkt, inout headers_t hdr, inout bng_meta_t meta) {
     state parse_inner_ipv4 {
         pkt.extract(hdr.inner_ipv4);
         meta.parsed_len = meta.parsed_len + 20;
-        transition select(hdr.inner_ipv4.version_ihl, hdr.inner_ipv4.flags_frag, hdr.inner_ipv4.protocol) {
-            (0x45, 0x0000 &&& 0x1fff, IP_PROTO_TCP): parse_tcp;
+        transition select(hdr.inner_ipv4.version_ihl_tos, hdr.inner_ipv4.flags_frag,
+                          hdr.inner_ipv4.ttl_protocol) {
+            (0x4500 &&& 0xff00, 0x0000 &&& 0x1fff, 0x0006 &&& 0x00ff): parse_tcp;
             default: accept;
         }
     }

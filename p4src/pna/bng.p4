@@ -14,13 +14,22 @@
 #include <dpdk/pna.p4>
 #include "../include/bng.p4"
 
+/* p4c-dpdk hands PNA_MeterColor_t values (RED=0, GREEN=1, YELLOW=2, the
+ * enum's declaration order) straight to DPDK's meter, whose colours are
+ * rte_color (GREEN=0, YELLOW=1, RED=2); its colour-blind execute() even
+ * passes 1, i.e. YELLOW. So this program spells DPDK's values: it passes
+ * "RED" (0) as the input colour, which is DPDK's GREEN (colour-blind), and
+ * tests the result against "YELLOW" (2), which is DPDK's RED. */
+#define SWX_METER_IN_GREEN PNA_MeterColor_t.RED
+#define SWX_METER_IS_RED(c) ((c) == PNA_MeterColor_t.YELLOW)
+
 parser MainParserImpl(packet_in pkt, out headers_t hdr, inout bng_meta_t meta,
                       in pna_main_parser_input_metadata_t istd) {
     BngParser() bng_parser;
 
     state start {
         pkt.extract(hdr.frame);
-        meta.frame_len = hdr.frame.length;
+        meta.frame_len = (bit<32>) hdr.frame.length;
         /* p4c-dpdk gives the parser no input port; the switch marks the CPU
          * port as a host port (direction HOST_TO_NET) instead. */
         transition select(istd.direction) {
@@ -56,6 +65,7 @@ control MainControlImpl(inout headers_t hdr, inout bng_meta_t meta,
     Meter<bit<32>>(BNG_MAX_SESSIONS, PNA_MeterType_t.BYTES) session_meter_down;
     Meter<bit<32>>(32, PNA_MeterType_t.PACKETS) punt_meter;
 
+    InternetChecksum() ck;
     BngIngress() bng;
 
     action send(port_t port) {
@@ -89,20 +99,71 @@ control MainControlImpl(inout headers_t hdr, inout bng_meta_t meta,
         if (hdr.packet_out.isValid()) {
             hdr.packet_out.setInvalid();
             if (!packet_out_port.apply().hit) {
-                drops.count((bit<32>) (bit<8>) DropReason_t.BAD_PACKET_OUT, (bit<32>) meta.frame_len);
+                meta.w = (bit<32>) (bit<8>) DropReason_t.BAD_PACKET_OUT;
+                drops.count(meta.w, meta.frame_len);
             }
         } else {
+            /* IPv4 header checksums, for the core to judge */
+            meta.ipv4_csum_bad = 0;
+            meta.inner_ipv4_csum_bad = 0;
+            if (hdr.ipv4.isValid()) {
+                ck.clear();
+                ck.add({hdr.ipv4.version_ihl_tos, hdr.ipv4.total_len, hdr.ipv4.identification,
+                        hdr.ipv4.flags_frag, hdr.ipv4.ttl_protocol, hdr.ipv4.checksum,
+                        hdr.ipv4.src_addr, hdr.ipv4.dst_addr});
+                if (ck.get() != 0) {
+                    meta.ipv4_csum_bad = 1;
+                }
+            }
+            if (hdr.inner_ipv4.isValid()) {
+                ck.clear();
+                ck.add({hdr.inner_ipv4.version_ihl_tos, hdr.inner_ipv4.total_len,
+                        hdr.inner_ipv4.identification, hdr.inner_ipv4.flags_frag,
+                        hdr.inner_ipv4.ttl_protocol, hdr.inner_ipv4.checksum,
+                        hdr.inner_ipv4.src_addr, hdr.inner_ipv4.dst_addr});
+                if (ck.get() != 0) {
+                    meta.inner_ipv4_csum_bad = 1;
+                }
+            }
+
             bng.apply(hdr, meta);
-            PNA_MeterColor_t color = PNA_MeterColor_t.GREEN;
+
+            /* checksums of what the core rewrote; all operands are header
+             * fields (SWX checksums network-order bytes as they lie) */
+            if (meta.ipv4_csum_update == 1) {
+                hdr.ipv4.checksum = 0;
+                ck.clear();
+                ck.add({hdr.ipv4.version_ihl_tos, hdr.ipv4.total_len, hdr.ipv4.identification,
+                        hdr.ipv4.flags_frag, hdr.ipv4.ttl_protocol,
+                        hdr.ipv4.src_addr, hdr.ipv4.dst_addr});
+                hdr.ipv4.checksum = ck.get();
+            }
+            if (meta.inner_ipv4_csum_update == 1) {
+                hdr.inner_ipv4.checksum = 0;
+                ck.clear();
+                ck.add({hdr.inner_ipv4.version_ihl_tos, hdr.inner_ipv4.total_len,
+                        hdr.inner_ipv4.identification, hdr.inner_ipv4.flags_frag,
+                        hdr.inner_ipv4.ttl_protocol, hdr.inner_ipv4.src_addr, hdr.inner_ipv4.dst_addr});
+                hdr.inner_ipv4.checksum = ck.get();
+            }
+            if (meta.mss_update == 1) {
+                /* RFC 1624: HC' = ~(~HC + ~m + m') */
+                ck.clear();
+                ck.subtract({hdr.tcp.checksum, hdr.tcp_mss.mss});
+                hdr.tcp_mss.mss = meta.mss_clamp;
+                ck.add({hdr.tcp_mss.mss});
+                hdr.tcp.checksum = ck.get();
+            }
+            PNA_MeterColor_t color = SWX_METER_IN_GREEN;
             if (meta.verdict == Verdict_t.FORWARD && meta.sess_idx != 0) {
                 if (meta.direction == Direction_t.UPSTREAM) {
-                    color = session_meter_up.dpdk_execute(meta.sess_idx, PNA_MeterColor_t.GREEN,
+                    color = session_meter_up.dpdk_execute(meta.sess_idx, SWX_METER_IN_GREEN,
                                                           meta.sess_bytes);
                 } else {
-                    color = session_meter_down.dpdk_execute(meta.sess_idx, PNA_MeterColor_t.GREEN,
+                    color = session_meter_down.dpdk_execute(meta.sess_idx, SWX_METER_IN_GREEN,
                                                             meta.sess_bytes);
                 }
-                if (color == PNA_MeterColor_t.RED) {
+                if (SWX_METER_IS_RED(color)) {
                     meta.verdict = Verdict_t.DROP;
                     meta.drop_reason = DropReason_t.POLICER;
                 } else if (meta.direction == Direction_t.UPSTREAM) {
@@ -111,15 +172,19 @@ control MainControlImpl(inout headers_t hdr, inout bng_meta_t meta,
                     session_down.count(meta.sess_idx, meta.sess_bytes);
                 }
             } else if (meta.verdict == Verdict_t.PUNT) {
-                /* a packets meter: every packet weighs 1 */
-                color = punt_meter.dpdk_execute((bit<32>) (bit<8>) meta.punt_reason, PNA_MeterColor_t.GREEN, 1);
-                if (color == PNA_MeterColor_t.RED) {
+                /* a packets meter: every packet weighs 1 (SWX takes the
+                 * length from a field, not an immediate) */
+                meta.ck = 1;
+                meta.w = (bit<32>) (bit<8>) meta.punt_reason;
+                color = punt_meter.dpdk_execute(meta.w, SWX_METER_IN_GREEN, meta.ck);
+                if (SWX_METER_IS_RED(color)) {
                     meta.verdict = Verdict_t.DROP;
                     meta.drop_reason = DropReason_t.PUNT_POLICED;
                 } else {
-                    punts.count((bit<32>) (bit<8>) meta.punt_reason, (bit<32>) meta.frame_len);
+                    punts.count(meta.w, meta.frame_len);
                     if (meta.punt_reason == PuntReason_t.TTL_EXPIRED) {
-                        drops.count((bit<32>) (bit<8>) DropReason_t.TTL_EXPIRED, (bit<32>) meta.frame_len);
+                        meta.w = (bit<32>) (bit<8>) DropReason_t.TTL_EXPIRED;
+                        drops.count(meta.w, meta.frame_len);
                     }
                 }
             }
@@ -135,7 +200,8 @@ control MainControlImpl(inout headers_t hdr, inout bng_meta_t meta,
                 hdr.packet_in._pad = 0;
                 send_to_port((PortId_t) CPU_PORT);
             } else {
-                drops.count((bit<32>) (bit<8>) meta.drop_reason, (bit<32>) meta.frame_len);
+                meta.w = (bit<32>) (bit<8>) meta.drop_reason;
+                drops.count(meta.w, meta.frame_len);
                 drop_packet();
             }
         }

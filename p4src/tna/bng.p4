@@ -60,7 +60,14 @@ control BngIngressTop(inout headers_t hdr, inout bng_meta_t meta,
             hdr.packet_out.setInvalid();
             ig_tm_md.bypass_egress = 1;
         } else {
+            /* TODO(tofino): verify IPv4 checksums with the parser's Checksum
+             * extern; until then the core sees them as good. */
+            meta.ipv4_csum_bad = 0;
+            meta.inner_ipv4_csum_bad = 0;
             bng.apply(hdr, meta);
+            if (meta.mss_update == 1) {
+                hdr.tcp_mss.mss = meta.mss_clamp;   /* TCP checksum: deparser */
+            }
             bit<8> color = 0;
             if (meta.verdict == Verdict_t.FORWARD && meta.sess_idx != 0) {
                 if (meta.direction == Direction_t.UPSTREAM) {
@@ -107,7 +114,20 @@ control BngIngressTop(inout headers_t hdr, inout bng_meta_t meta,
 
 control BngIngressDeparser(packet_out pkt, inout headers_t hdr, in bng_meta_t meta,
                            in ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md) {
+    Checksum() ipv4_csum;
+    Checksum() inner_ipv4_csum;
+
     apply {
+        if (meta.ipv4_csum_update == 1) {
+            hdr.ipv4.checksum = ipv4_csum.update({hdr.ipv4.version_ihl_tos, hdr.ipv4.total_len,
+                hdr.ipv4.identification, hdr.ipv4.flags_frag, hdr.ipv4.ttl_protocol,
+                hdr.ipv4.src_addr, hdr.ipv4.dst_addr});
+        }
+        if (meta.inner_ipv4_csum_update == 1) {
+            hdr.inner_ipv4.checksum = inner_ipv4_csum.update({hdr.inner_ipv4.version_ihl_tos,
+                hdr.inner_ipv4.total_len, hdr.inner_ipv4.identification, hdr.inner_ipv4.flags_frag,
+                hdr.inner_ipv4.ttl_protocol, hdr.inner_ipv4.src_addr, hdr.inner_ipv4.dst_addr});
+        }
         pkt.emit(hdr.packet_in);
         pkt.emit(hdr.ethernet);
         pkt.emit(hdr.s_tag);

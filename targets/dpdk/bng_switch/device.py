@@ -79,6 +79,7 @@ def prepare(p4info: p4info_pb2.P4Info, device_config: bytes, cookie: int = 0) ->
     """Check a pipeline config without touching the data plane (VERIFY)."""
     spec_text, context = decode_device_config(device_config)
     spec = swx_spec.parse(spec_text)
+    spec.check_limits()
     pmap = PipelineMap(p4info, spec, context)
     return PipelineConfig(p4info, device_config, cookie, spec_text, context, spec, pmap)
 

@@ -40,6 +40,26 @@ class Spec:
     tables: dict[str, SpecTable] = field(default_factory=dict)
     regarrays: dict[str, int] = field(default_factory=dict)
     metarrays: dict[str, int] = field(default_factory=dict)
+    metadata_struct: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)   # header name -> struct
+
+    def struct_bytes(self, name: str) -> int:
+        return sum(bits for _, bits in self.structs.get(name, [])) // 8
+
+    def check_limits(self) -> None:
+        """Refuse what DPDK 22.11 would build but run wrongly: its
+        instructions address struct fields with an 8-bit byte offset
+        (struct instr_operand), so a metadata or header struct beyond 256
+        bytes is silently corrupted at run time."""
+        named = [("metadata", self.metadata_struct)] if self.metadata_struct else []
+        named += [(f"header {h}", st) for h, st in self.headers.items()]
+        for what, st in named:
+            size = self.struct_bytes(st)
+            if size > SWX_STRUCT_REACH:
+                raise SpecError(f"{what} (struct {st}) is {size} bytes; SWX instructions reach only "
+                                f"the first {SWX_STRUCT_REACH} bytes of a struct. With p4c-dpdk, "
+                                "every intermediate result of an expression becomes a metadata "
+                                "field: simplify the arithmetic or use fewer key copies")
 
     def action_args(self, action: str) -> list[tuple[str, int]]:
         a = self.actions[action]
@@ -50,6 +70,9 @@ class Spec:
 # inside `apply { ... }`, which is skipped whole.
 _BLOCK = re.compile(r"^(struct|action|table|learner|selector|apply)\b\s*(\S*).*\{$")
 _FIELD = re.compile(r"^bit<(\d+)>\s+(\S+)")
+
+
+SWX_STRUCT_REACH = 256
 
 
 def _int(tok: str) -> int:
@@ -73,6 +96,12 @@ def parse(text: str) -> Spec:
                 continue
             if toks[0] == "metarray":
                 spec.metarrays[toks[1]] = _int(toks[toks.index("size") + 1])
+                continue
+            if toks[0] == "metadata" and "instanceof" in toks:
+                spec.metadata_struct = toks[toks.index("instanceof") + 1]
+                continue
+            if toks[0] == "header" and "instanceof" in toks:
+                spec.headers[toks[1]] = toks[toks.index("instanceof") + 1]
                 continue
             m = _BLOCK.match(line)
             if not m:

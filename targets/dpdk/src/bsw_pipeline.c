@@ -46,7 +46,7 @@ codegen_and_compile(const char *spec_path, const char *work_dir, const char *inc
 	uint32_t err_line = 0;
 	FILE *spec, *code;
 	uint64_t h;
-	int status;
+	int status, trace;
 
 	spec = fopen(spec_path, "r");
 	if (!spec) {
@@ -54,6 +54,11 @@ codegen_and_compile(const char *spec_path, const char *work_dir, const char *inc
 		return -errno;
 	}
 	h = spec_hash(spec);
+	/* BSW_SWX_TRACE=1: build with DPDK's per-instruction trace (stdout), a
+	 * debugging aid for P4 programs; cached under its own name. */
+	trace = getenv("BSW_SWX_TRACE") && !strcmp(getenv("BSW_SWX_TRACE"), "1");
+	if (trace)
+		h ^= 0x7472616365ULL;
 	snprintf(lib_path, lib_path_size, "%s/pipeline-%016llx.so", work_dir,
 		 (unsigned long long)h);
 	if (file_exists(lib_path)) {
@@ -83,9 +88,9 @@ codegen_and_compile(const char *spec_path, const char *work_dir, const char *inc
 		 (unsigned long long)h);
 	snprintf(tmp_lib, sizeof(tmp_lib), "%s.%d.tmp", lib_path, (int)getpid());
 	snprintf(cmd, sizeof(cmd),
-		 "gcc -O3 -fPIC -shared -Wno-deprecated-declarations "
+		 "gcc -O3 -fPIC -shared -Wno-deprecated-declarations %s "
 		 "$(pkg-config --cflags libdpdk) -I '%s' -o '%s' '%s' > '%s' 2>&1",
-		 include_dir, tmp_lib, c_path, log_path);
+		 trace ? "-DTRACE_LEVEL=1" : "", include_dir, tmp_lib, c_path, log_path);
 	status = system(cmd);
 	if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status)) {
 		bsw_set_error("gcc failed on the generated pipeline code, see %s", log_path);
