@@ -17,8 +17,7 @@ import ptf
 import ptf.testutils as tu
 from p4.v1 import p4runtime_pb2 as p4r
 from ptf.base_tests import BaseTest
-from scapy.layers.inet import IP, TCP, UDP, ICMP
-from scapy.layers.inet6 import IPv6
+from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Dot1AD, Dot1Q, Ether
 from scapy.layers.ppp import PPP, PPPoE
 from scapy.packet import Raw
@@ -171,6 +170,15 @@ class BngTest(BaseTest):
             self.fail("no PacketIn arrived")
         return self.client.packet_in_metadata(pin), pin.payload
 
+    def expect_drop(self, port: int, frame, reason: str = "MALFORMED") -> None:
+        """The frame is neither forwarded nor punted, and counted once as
+        a drop for `reason`."""
+        before = self.drops(reason)
+        self.send(port, frame)
+        self.expect_nothing()
+        self.assert_no_packet_in(timeout=0.2)
+        self.assertEqual(self.drops(reason)[0] - before[0], 1, f"{reason} not counted")
+
     def assert_no_packet_in(self, timeout: float = 0.5) -> None:
         try:
             pin = self.client.packet_ins.get(timeout=timeout)
@@ -190,6 +198,13 @@ class BngTest(BaseTest):
         self.insert("nexthop", {"nexthop_id": nexthop_id}, "set_l2", port=port,
                     smac=mac_int(BNG_MAC), dmac=mac_int(dmac), vid=vid)
         self.insert("fib_v4", {"dst_ipv4": (ip_int(prefix), plen)}, "set_nexthop", nexthop_id=nexthop_id)
+
+    def install_subscriber(self, line_id=5, **session) -> None:
+        """A default route to the core, an untagged line on ACCESS1 and one
+        PPPoE session on it: the setting of most single-session tests."""
+        self.install_core_route()
+        self.install_line(line_id=line_id)
+        self.install_pppoe_session(line_id=line_id, **session)
 
     def install_line(self, line_id=5, port=ACCESS1, s_vid=0, c_vid=0) -> None:
         self.insert("line_map", {"port": port, "s_vid": s_vid, "c_vid": c_vid}, "set_line",

@@ -43,10 +43,7 @@ def main() -> int:
             ports.append({"id": n, "type": "af_packet", "iface": a})
             ifaces += ["--interface", f"{n}@{b}"]
         tmp = Path(tempfile.mkdtemp(prefix="bng-ptf-"))
-        sw = SwitchProcess(tmp, f"ptf{lab.tag}", ports)
-        sw.config["pipeline_mode"] = args.pipeline_mode
-        sw.config_path.write_text(__import__("yaml").safe_dump(sw.config))
-        sw.start()
+        sw = SwitchProcess(tmp, f"ptf{lab.tag}", ports, pipeline_mode=args.pipeline_mode).start()
         c = P4RuntimeClient(sw.address, election_id=(0, 1))
         c.connect()
         c.set_pipeline(P4RuntimeClient.load_p4info(str(build / "bng.p4info.txtpb")),

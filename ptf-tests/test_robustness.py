@@ -3,12 +3,11 @@ policers; TCP MSS clamping."""
 import struct
 
 from scapy.layers.inet import IP, TCP, UDP
-from scapy.layers.l2 import Dot1AD, Dot1Q, Ether
+from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
 from bng_base import (ACCESS1, BNG_MAC, CLIENT_IP, CLIENT_MAC, CORE1, CORE_ROUTER_MAC,
-                      INTERNET_IP, SESS_IDX, SESSION_ID, BngTest, access_frame, ipv4_checksum,
-                      mac_int)
+                      INTERNET_IP, SESS_IDX, SESSION_ID, BngTest, access_frame)
 
 
 def pppoe_session_raw(session_id: int, length: int, ppp: bytes, ver_type=0x11, code=0) -> bytes:
@@ -18,16 +17,7 @@ def pppoe_session_raw(session_id: int, length: int, ppp: bytes, ver_type=0x11, c
 class MalformedTest(BngTest):
     def setUp(self):
         BngTest.setUp(self)
-        self.install_core_route()
-        self.install_line(line_id=5)
-        self.install_pppoe_session(line_id=5)
-
-    def expect_drop(self, port, frame, reason="MALFORMED"):
-        before = self.drops(reason)
-        self.send(port, frame)
-        self.expect_nothing()
-        self.assert_no_packet_in(timeout=0.2)
-        self.assertEqual(self.drops(reason)[0] - before[0], 1, f"{reason} not counted")
+        self.install_subscriber()
 
 
 class MalformedPppoe(MalformedTest):
@@ -89,9 +79,7 @@ class SessionPolicer(BngTest):
     the session counter counts only what passed."""
 
     def runTest(self):
-        self.install_core_route()
-        self.install_line(line_id=5)
-        self.install_pppoe_session(line_id=5)
+        self.install_subscriber()
         ip = IP(src=CLIENT_IP, dst=INTERNET_IP) / UDP(sport=1, dport=2) / Raw(b"m" * 972)   # 1000 bytes
         self.assertEqual(len(ip), 1000)
         # 1 kB/s with a 3 kB burst: 3 of 10 back-to-back packets pass
@@ -120,9 +108,7 @@ class MssClamp(BngTest):
     alone; sessions without a clamp are untouched."""
 
     def runTest(self):
-        self.install_core_route()
-        self.install_line(line_id=5)
-        self.install_pppoe_session(line_id=5, mss=1452)
+        self.install_subscriber(mss=1452)
 
         def syn(src, dst, mss, flags="S"):
             return IP(src=src, dst=dst, ttl=64) / TCP(sport=40000, dport=443, flags=flags, seq=1,
