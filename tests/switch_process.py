@@ -34,13 +34,14 @@ def program_files(program: str) -> tuple[Path, Path]:
 
 class SwitchProcess:
     def __init__(self, tmp: Path, name: str, ports: list[dict], workers: int = 1, cpu_port: int = 0,
-                 idle_us: int = 100):
+                 idle_us: int = 100, **config):
+        """config: further switch config keys (e.g. pipeline_mode)."""
         self.tmp = tmp
         self.address = f"127.0.0.1:{free_tcp_port()}"
         self.config = {
             "name": name, "device_id": 1, "grpc_address": self.address, "workers": workers,
             "idle_us": idle_us, "cpu_port": cpu_port, "ports": ports,
-            "work_dir": str(tmp / "work"), "mempool_mbufs": 8192,
+            "work_dir": str(tmp / "work"), "mempool_mbufs": 8192, **config,
         }
         self.config_path = tmp / f"{name}.yaml"
         self.config_path.write_text(yaml.safe_dump(self.config))

@@ -167,7 +167,7 @@ bsw_pipeline_build(const char *spec_path, const char *work_dir, const char *incl
 	struct bsw_pipeline *bp;
 	char lib_path[512];
 	uint32_t i;
-	int status;
+	int status, frame_length;
 
 	if (!n_instances || n_instances > BSW_MAX_INSTANCES) {
 		bsw_set_error("instances must be 1..%d", BSW_MAX_INSTANCES);
@@ -186,6 +186,7 @@ bsw_pipeline_build(const char *spec_path, const char *work_dir, const char *incl
 				bsw_last_error());
 	}
 
+	frame_length = bsw_spec_wants_frame_length(spec_path);
 	bp = calloc(1, sizeof(*bp));
 	if (!bp)
 		return -ENOMEM;
@@ -220,7 +221,7 @@ bsw_pipeline_build(const char *spec_path, const char *work_dir, const char *incl
 			goto error;
 		}
 		bp->workers[i].p = bp->inst[i].p;
-		if (bsw_spec_wants_frame_length(spec_path)) {
+		if (frame_length) {
 			status = bsw_frame_length_enable(&bp->inst[i]);
 			if (status)
 				goto error;
