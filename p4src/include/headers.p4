@@ -89,6 +89,11 @@ header ipv4_h {
     bit<32> dst_addr;
 }
 
+/* The words of an IPv4 header the checksum covers, its own field aside:
+ * one list for every top's verify and update. */
+#define IPV4_CHECKSUM_WORDS(H) H.version_ihl_tos, H.total_len, H.identification, H.flags_frag, \
+    H.ttl_protocol, H.src_addr, H.dst_addr
+
 header ipv6_h {
     bit<32> version_tc_flow;
     bit<16> payload_len;

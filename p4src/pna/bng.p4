@@ -108,19 +108,14 @@ control MainControlImpl(inout headers_t hdr, inout bng_meta_t meta,
             meta.inner_ipv4_csum_bad = 0;
             if (hdr.ipv4.isValid()) {
                 ck.clear();
-                ck.add({hdr.ipv4.version_ihl_tos, hdr.ipv4.total_len, hdr.ipv4.identification,
-                        hdr.ipv4.flags_frag, hdr.ipv4.ttl_protocol, hdr.ipv4.checksum,
-                        hdr.ipv4.src_addr, hdr.ipv4.dst_addr});
+                ck.add({IPV4_CHECKSUM_WORDS(hdr.ipv4), hdr.ipv4.checksum});
                 if (ck.get() != 0) {
                     meta.ipv4_csum_bad = 1;
                 }
             }
             if (hdr.inner_ipv4.isValid()) {
                 ck.clear();
-                ck.add({hdr.inner_ipv4.version_ihl_tos, hdr.inner_ipv4.total_len,
-                        hdr.inner_ipv4.identification, hdr.inner_ipv4.flags_frag,
-                        hdr.inner_ipv4.ttl_protocol, hdr.inner_ipv4.checksum,
-                        hdr.inner_ipv4.src_addr, hdr.inner_ipv4.dst_addr});
+                ck.add({IPV4_CHECKSUM_WORDS(hdr.inner_ipv4), hdr.inner_ipv4.checksum});
                 if (ck.get() != 0) {
                     meta.inner_ipv4_csum_bad = 1;
                 }
@@ -133,17 +128,13 @@ control MainControlImpl(inout headers_t hdr, inout bng_meta_t meta,
             if (meta.ipv4_csum_update == 1) {
                 hdr.ipv4.checksum = 0;
                 ck.clear();
-                ck.add({hdr.ipv4.version_ihl_tos, hdr.ipv4.total_len, hdr.ipv4.identification,
-                        hdr.ipv4.flags_frag, hdr.ipv4.ttl_protocol,
-                        hdr.ipv4.src_addr, hdr.ipv4.dst_addr});
+                ck.add({IPV4_CHECKSUM_WORDS(hdr.ipv4)});
                 hdr.ipv4.checksum = ck.get();
             }
             if (meta.inner_ipv4_csum_update == 1) {
                 hdr.inner_ipv4.checksum = 0;
                 ck.clear();
-                ck.add({hdr.inner_ipv4.version_ihl_tos, hdr.inner_ipv4.total_len,
-                        hdr.inner_ipv4.identification, hdr.inner_ipv4.flags_frag,
-                        hdr.inner_ipv4.ttl_protocol, hdr.inner_ipv4.src_addr, hdr.inner_ipv4.dst_addr});
+                ck.add({IPV4_CHECKSUM_WORDS(hdr.inner_ipv4)});
                 hdr.inner_ipv4.checksum = ck.get();
             }
             if (meta.mss_update == 1) {

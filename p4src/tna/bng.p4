@@ -119,14 +119,10 @@ control BngIngressDeparser(packet_out pkt, inout headers_t hdr, in bng_meta_t me
 
     apply {
         if (meta.ipv4_csum_update == 1) {
-            hdr.ipv4.checksum = ipv4_csum.update({hdr.ipv4.version_ihl_tos, hdr.ipv4.total_len,
-                hdr.ipv4.identification, hdr.ipv4.flags_frag, hdr.ipv4.ttl_protocol,
-                hdr.ipv4.src_addr, hdr.ipv4.dst_addr});
+            hdr.ipv4.checksum = ipv4_csum.update({IPV4_CHECKSUM_WORDS(hdr.ipv4)});
         }
         if (meta.inner_ipv4_csum_update == 1) {
-            hdr.inner_ipv4.checksum = inner_ipv4_csum.update({hdr.inner_ipv4.version_ihl_tos,
-                hdr.inner_ipv4.total_len, hdr.inner_ipv4.identification, hdr.inner_ipv4.flags_frag,
-                hdr.inner_ipv4.ttl_protocol, hdr.inner_ipv4.src_addr, hdr.inner_ipv4.dst_addr});
+            hdr.inner_ipv4.checksum = inner_ipv4_csum.update({IPV4_CHECKSUM_WORDS(hdr.inner_ipv4)});
         }
         pkt.emit(hdr.packet_in);
         pkt.emit(hdr.ethernet);
