@@ -211,9 +211,12 @@ class BngTest(BaseTest):
                     line_id=line_id)
 
     def install_pppoe_session(self, line_id=5, port=ACCESS1, s_vid=0, c_vid=0, mss=0,
-                              s_tpid=0x88a8, session_id=SESSION_ID, sess_idx=SESS_IDX,
+                              s_tpid=None, session_id=SESSION_ID, sess_idx=SESS_IDX,
                               client_ip=CLIENT_IP, client_mac=CLIENT_MAC) -> None:
-        """What the controller installs when IPCP opens: three entries."""
+        """What the controller installs when IPCP opens: three entries. The
+        s-tag's TPID defaults to what vlan_layers() puts on the line."""
+        if s_tpid is None:
+            s_tpid = 0x88a8 if c_vid else 0x8100
         common = {"line_id": line_id, "session_id": session_id, "src_mac": mac_int(client_mac)}
         self.insert("pppoe_up_v4", {**common, "src_ipv4": ip_int(client_ip)}, "pppoe_term",
                     sess_idx=sess_idx, mss_clamp=mss)

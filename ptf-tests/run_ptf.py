@@ -40,7 +40,8 @@ def main() -> int:
         ports, ifaces = [], []
         for n in range(1, N_PORTS + 1):
             a, b = lab.veth(f"sw{n}", f"ptf{n}", mtu=9000)
-            ports.append({"id": n, "type": "af_packet", "iface": a})
+            # libpcap, not af_packet: the QinQ tests need the s-tag's TPID
+            ports.append({"id": n, "type": "libpcap", "iface": a})
             ifaces += ["--interface", f"{n}@{b}"]
         tmp = Path(tempfile.mkdtemp(prefix="bng-ptf-"))
         sw = SwitchProcess(tmp, f"ptf{lab.tag}", ports, pipeline_mode=args.pipeline_mode).start()

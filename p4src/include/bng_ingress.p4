@@ -15,13 +15,11 @@
 
 #include "headers.p4"
 
-/* Arithmetic is kept to a minimum and written as in-place steps: p4c-dpdk
- * gives every intermediate result its own metadata field, and SWX
- * instructions reach only the first 256 bytes of metadata. Checksums are
- * the tops' job (meta.*_csum_* flags): PNA has an extern for them in the
- * control, Tofino only in the parser and deparser. */
-const bit<16> IPV4_TTL_ONE = 0x0100;     /* ttl 1 in ttl_protocol */
-
+/* Arithmetic follows the rules in bng_meta_t's comment: lengths start
+ * from what the parser seeded and change in place, and conditions compare
+ * whole fields. Checksums are the tops' job (meta.*_csum_* flags): PNA has
+ * an extern for them in the control, Tofino only in the parser and
+ * deparser. */
 const bit<8> JOB_NONE = 0;
 const bit<8> JOB_ROUTE_UP_V4 = 1;    /* subscriber IPv4 (inner_ipv4) to the FIB */
 const bit<8> JOB_ROUTE_UP_V6 = 2;
@@ -50,6 +48,26 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
     action punt_for(PuntReason_t reason) {
         meta.verdict = Verdict_t.PUNT;
         meta.punt_reason = reason;
+    }
+
+    /* The outer IPv4/UDP/L2TP of an L2TP data packet (LAC downstream keeps
+     * the PPP protocol behind it). */
+    action strip_l2tp() {
+        hdr.ipv4.setInvalid();
+        hdr.udp.setInvalid();
+        hdr.l2tp.setInvalid();
+        hdr.l2tp_length.setInvalid();
+        hdr.l2tp_ids.setInvalid();
+        hdr.l2tp_seq.setInvalid();
+        hdr.l2tp_offset.setInvalid();
+        hdr.ppp_ac.setInvalid();
+    }
+
+    /* Everything in front of a subscriber's IP packet: PPPoE, or L2TP. */
+    action strip_to_inner_ip() {
+        hdr.pppoe.setInvalid();
+        strip_l2tp();
+        hdr.ppp.setInvalid();
     }
 
     /* ---- lines ---------------------------------------------------------- */
@@ -93,10 +111,10 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
      * (line, session id, client MAC, client IPv4) of a terminated session. */
     table pppoe_up_v4 {
         key = {
-            meta.line_id          : exact @name("line_id");
-            hdr.pppoe.session_id  : exact @name("session_id");
-            hdr.ethernet.src_addr : exact @name("src_mac");
-            hdr.inner_ipv4.src_addr : exact @name("src_ipv4");
+            meta.line_id    : exact @name("line_id");
+            meta.session_id : exact @name("session_id");
+            meta.src_mac    : exact @name("src_mac");
+            meta.src_ipv4   : exact @name("src_ipv4");
         }
         actions = { pppoe_term; @defaultonly NoAction; }
         const default_action = NoAction();
@@ -107,9 +125,9 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
      * switched to an L2TP tunnel (LAC). */
     table pppoe_session {
         key = {
-            meta.line_id          : exact @name("line_id");
-            hdr.pppoe.session_id  : exact @name("session_id");
-            hdr.ethernet.src_addr : exact @name("src_mac");
+            meta.line_id    : exact @name("line_id");
+            meta.session_id : exact @name("session_id");
+            meta.src_mac    : exact @name("src_mac");
         }
         actions = { pppoe_term; pppoe_lac; @defaultonly NoAction; }
         const default_action = NoAction();
@@ -121,8 +139,8 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
     /* A terminated session's IPv4 addresses (L2TP LNS sessions). */
     table ipv4_antispoof {
         key = {
-            meta.sess_idx           : exact @name("sess_idx");
-            hdr.inner_ipv4.src_addr : exact @name("src_ipv4");
+            meta.sess_idx : exact @name("sess_idx");
+            meta.src_ipv4 : exact @name("src_ipv4");
         }
         actions = { permit; @defaultonly NoAction; }
         const default_action = NoAction();
@@ -132,8 +150,8 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
     /* A terminated session's IPv6 /64 prefixes (PPPoE and LNS sessions). */
     table ipv6_antispoof {
         key = {
-            meta.sess_idx         : exact @name("sess_idx");
-            hdr.inner_ipv6.src_hi : exact @name("src_prefix");
+            meta.sess_idx  : exact @name("sess_idx");
+            meta.src_v6_hi : exact @name("src_prefix");
         }
         actions = { permit; @defaultonly NoAction; }
         const default_action = NoAction();
@@ -149,8 +167,8 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
     /* Router MACs per port: core-side frames for anyone else are dropped. */
     table my_station {
         key = {
-            meta.in_port          : exact @name("port");
-            hdr.ethernet.dst_addr : exact @name("dst_mac");
+            meta.in_port : exact @name("port");
+            meta.dst_mac : exact @name("dst_mac");
         }
         actions = { set_my_station; @defaultonly NoAction; }
         const default_action = NoAction();
@@ -161,12 +179,18 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
         meta.is_local = 1;
     }
 
+    /* A miss clears the flag: local_ipv4 is looked up twice for an LNS
+     * packet (outer and inner destination). */
+    action set_not_local() {
+        meta.is_local = 0;
+    }
+
     /* The BNG's IPv4 addresses: L2TP endpoints, subscriber gateways, core
      * interfaces. ARP for them and IPv4 to them are punted. */
     table local_ipv4 {
         key = { meta.lookup_ipv4 : exact @name("addr"); }
-        actions = { set_local; @defaultonly NoAction; }
-        const default_action = NoAction();
+        actions = { set_local; @defaultonly set_not_local; }
+        const default_action = set_not_local();
         size = 1024;
     }
 
@@ -176,8 +200,8 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
             hdr.ipv6.dst_hi : exact @name("addr_hi");
             hdr.ipv6.dst_lo : exact @name("addr_lo");
         }
-        actions = { set_local; @defaultonly NoAction; }
-        const default_action = NoAction();
+        actions = { set_local; @defaultonly set_not_local; }
+        const default_action = set_not_local();
         size = 1024;
     }
 
@@ -188,8 +212,8 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
                     bit<16> mss_clamp) {
         meta.sess_idx = sess_idx;
         meta.out_port = port;
-        meta.nh_dmac = client_mac;
-        meta.nh_smac = bng_mac;
+        hdr.ethernet.dst_addr = client_mac;
+        hdr.ethernet.src_addr = bng_mac;
         meta.s_tpid = s_tpid;
         meta.s_vid = s_vid;
         meta.c_vid = c_vid;
@@ -235,8 +259,8 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
                         bit<16> s_tpid, bit<16> s_vid, bit<16> c_vid, bit<16> pppoe_session_id) {
         meta.sess_idx = sess_idx;
         meta.out_port = port;
-        meta.nh_dmac = client_mac;
-        meta.nh_smac = bng_mac;
+        hdr.ethernet.dst_addr = client_mac;
+        hdr.ethernet.src_addr = bng_mac;
         meta.s_tpid = s_tpid;
         meta.s_vid = s_vid;
         meta.c_vid = c_vid;
@@ -247,10 +271,10 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
      * terminated here (LNS) or switched back to PPPoE (LAC). */
     table l2tp_session {
         key = {
-            hdr.ipv4.dst_addr      : exact @name("local_ip");
-            hdr.ipv4.src_addr      : exact @name("peer_ip");
-            hdr.l2tp_ids.tunnel_id : exact @name("tunnel_id");
-            hdr.l2tp_ids.session_id : exact @name("session_id");
+            meta.local_ip   : exact @name("local_ip");
+            meta.peer_ip    : exact @name("peer_ip");
+            meta.tunnel_id  : exact @name("tunnel_id");
+            meta.session_id : exact @name("session_id");
         }
         actions = { lns_term; lac_to_pppoe; @defaultonly NoAction; }
         const default_action = NoAction();
@@ -303,9 +327,9 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
 
     action set_l2(port_t port, bit<48> smac, bit<48> dmac, bit<16> vid) {
         meta.out_port = port;
-        meta.nh_smac = smac;
-        meta.nh_dmac = dmac;
-        meta.nh_vid = vid;
+        hdr.ethernet.src_addr = smac;
+        hdr.ethernet.dst_addr = dmac;
+        meta.s_vid = vid;
     }
 
     /* Next hop -> port, MACs and VLAN (0: untagged). */
@@ -326,9 +350,7 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
         meta.sess_bytes = 0;
         meta.mss_clamp = 0;
         meta.line_id = 0;
-        meta.session_id = 0;
         meta.nexthop_id = 0;
-        meta.is_local = 0;
         meta.my_station = 0;
         meta.ipv4_csum_update = 0;
         meta.inner_ipv4_csum_update = 0;
@@ -340,37 +362,25 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
             drop_for(DropReason_t.MALFORMED);          /* truncated */
         } else if (hdr.pppoe.isValid()) {
             /* ---- access side: PPPoE ---- */
-            meta.s_vid = 0;
-            meta.c_vid = 0;
-            if (hdr.s_tag.isValid()) {
-                meta.s_vid = hdr.s_tag.tci & 0x0fff;
-            }
-            if (hdr.c_tag.isValid()) {
-                meta.c_vid = hdr.c_tag.tci & 0x0fff;
-            }
             line_map.apply();
-            meta.session_id = hdr.pppoe.session_id;
-            meta.w = (bit<32>) hdr.pppoe.length;
-            meta.w = meta.w + 6;
-            meta.w = meta.w + meta.l2_len;               /* frame bytes PPPoE claims */
+            meta.sess_bytes = meta.claim_len - 2;        /* PPP payload */
+            meta.claim_len = meta.claim_len + 6;
+            meta.claim_len = meta.claim_len + meta.l2_len;  /* frame bytes PPPoE claims */
             if (!hdr.ppp.isValid()) {
                 /* discovery: PADI, PADO, PADR, PADS, PADT */
-                if (hdr.pppoe.ver_type != 0x11 || meta.w > meta.frame_len) {
+                if (hdr.pppoe.ver_type != 0x11 || meta.claim_len > meta.frame_len) {
                     drop_for(DropReason_t.MALFORMED);
                 } else {
                     punt_for(PuntReason_t.PPPOE_DISCOVERY);
                 }
             } else if (hdr.pppoe.ver_type != 0x11 || hdr.pppoe.code != 0
                        || hdr.pppoe.session_id == 0 || hdr.pppoe.length < 2
-                       || meta.w > meta.frame_len) {
+                       || meta.claim_len > meta.frame_len) {
                 drop_for(DropReason_t.MALFORMED);
             } else if (meta.line_id == 0) {
                 drop_for(DropReason_t.UNKNOWN_LINE);
             } else {
                 meta.direction = Direction_t.UPSTREAM;
-                meta.sess_bytes = (bit<32>) hdr.pppoe.length;
-                meta.sess_bytes = meta.sess_bytes - 2;
-                meta.ck = (bit<32>) hdr.pppoe.length;     /* compared with IP lengths below */
                 if (hdr.inner_ipv4.isValid()) {
                     if (pppoe_up_v4.apply().hit) {
                         kind = KIND_TERM_V4;
@@ -385,9 +395,8 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
                 if (kind == KIND_LAC) {
                     meta.job = JOB_LAC_UP;
                 } else if (kind == KIND_TERM_V4) {
-                    meta.w = (bit<32>) hdr.inner_ipv4.total_len;
-                    meta.w = meta.w + 2;
-                    if ((hdr.inner_ipv4.version_ihl_tos & 0xff00) != 0x4500 || meta.w != meta.ck) {
+                    meta.inner_len = meta.inner_len + 2;
+                    if (hdr.inner_ipv4.version_ihl != 0x45 || meta.inner_len != hdr.pppoe.length) {
                         drop_for(DropReason_t.MALFORMED);
                     } else {
                         meta.job = JOB_ROUTE_UP_V4;
@@ -396,9 +405,9 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
                     if (hdr.inner_ipv4.isValid()) {
                         drop_for(DropReason_t.SPOOFED);
                     } else if (hdr.inner_ipv6.isValid()) {
-                        meta.w = (bit<32>) hdr.inner_ipv6.payload_len;
-                        meta.w = meta.w + 42;
-                        if (meta.w != meta.ck) {
+                        meta.inner_len = meta.inner_len + 42;
+                        if (meta.ipv6_class == IPV6_BAD_VERSION
+                            || meta.inner_len != hdr.pppoe.length) {
                             drop_for(DropReason_t.MALFORMED);
                         } else {
                             meta.job = JOB_ROUTE_UP_V6;
@@ -429,12 +438,11 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
         } else if (hdr.ipv4.isValid()) {
             /* ---- core side: IPv4 (routed, downstream, L2TP) ---- */
             my_station.apply();
-            meta.w = (bit<32>) hdr.ipv4.total_len;
-            meta.w = meta.w + meta.l2_len;
+            meta.claim_len = meta.claim_len + meta.l2_len;
             if (meta.my_station == 0) {
                 drop_for(DropReason_t.NOT_FOR_US);
-            } else if ((hdr.ipv4.version_ihl_tos & 0xff00) != 0x4500 || hdr.ipv4.total_len < 20
-                       || meta.w > meta.frame_len) {
+            } else if (hdr.ipv4.version_ihl != 0x45 || hdr.ipv4.total_len < 20
+                       || meta.claim_len > meta.frame_len) {
                 drop_for(DropReason_t.MALFORMED);
             } else if (meta.ipv4_csum_bad == 1) {
                 drop_for(DropReason_t.BAD_CHECKSUM);
@@ -442,76 +450,73 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
                 meta.lookup_ipv4 = hdr.ipv4.dst_addr;
                 local_ipv4.apply();
                 if (meta.is_local == 1 && hdr.l2tp.isValid()) {
-                    if ((hdr.l2tp.flags_version & L2TP_FLAG_T) != 0) {
+                    /* PPP carried = UDP length - UDP, L2TP and 0xff03 */
+                    meta.ppp_len = meta.ppp_len + 20;
+                    if (meta.l2tp_class == L2TP_CONTROL) {
                         punt_for(PuntReason_t.L2TP_CONTROL);
-                    } else if (meta.l2tp_bad == 1) {
+                    } else if (meta.l2tp_class == L2TP_BAD_VERSION) {
                         drop_for(DropReason_t.MALFORMED);
-                    } else if (meta.l2tp_bad == 2) {
+                    } else if (meta.l2tp_class == L2TP_OFFSET) {
                         drop_for(DropReason_t.UNSUPPORTED);
+                    } else if (meta.ppp_len != hdr.ipv4.total_len) {
+                        drop_for(DropReason_t.MALFORMED);     /* UDP and IPv4 lengths disagree */
                     } else {
-                        meta.w = (bit<32>) hdr.udp.length;
-                        meta.w = meta.w + 20;
-                        meta.ck = (bit<32>) hdr.ipv4.total_len;
-                        /* PPP carried: UDP payload minus L2TP and 0xff03 */
-                        meta.ip_len = (bit<32>) hdr.udp.length;
-                        meta.ip_len = meta.ip_len - 8;
-                        meta.ip_len = meta.ip_len - meta.l2tp_len;
+                        meta.ppp_len = meta.ppp_len - 28;
+                        meta.ppp_len = meta.ppp_len - meta.l2tp_len;
                         if (hdr.ppp_ac.isValid()) {
-                            meta.ip_len = meta.ip_len - 2;
+                            meta.ppp_len = meta.ppp_len - 2;
                         }
-                    }
-                    if (meta.verdict != Verdict_t.DROP || meta.drop_reason != DropReason_t.NONE) {
-                        /* decided above */
-                    } else if (meta.w != meta.ck || meta.ip_len < 2 || meta.ip_len > 0xffff) {
-                        drop_for(DropReason_t.MALFORMED);
-                    } else {
-                        meta.session_id = hdr.l2tp_ids.session_id;
-                        meta.sess_bytes = meta.ip_len - 2;
-                        switch (l2tp_session.apply().action_run) {
-                            lns_term: {
-                                meta.direction = Direction_t.UPSTREAM;
-                                meta.w = (bit<32>) hdr.inner_ipv4.total_len;
-                                if (hdr.inner_ipv6.isValid()) {
-                                    meta.w = (bit<32>) hdr.inner_ipv6.payload_len;
-                                    meta.w = meta.w + 40;
-                                }
-                                meta.w = meta.w + 2;
-                                if (hdr.inner_ipv4.isValid()) {
-                                    if ((hdr.inner_ipv4.version_ihl_tos & 0xff00) != 0x4500 || meta.w != meta.ip_len) {
+                        /* a wrapped (negative) length is larger than the frame */
+                        if (meta.ppp_len < 2 || (bit<32>) meta.ppp_len > meta.frame_len) {
+                            drop_for(DropReason_t.MALFORMED);
+                        } else {
+                            meta.sess_bytes = (bit<32>) meta.ppp_len;
+                            meta.sess_bytes = meta.sess_bytes - 2;
+                            switch (l2tp_session.apply().action_run) {
+                                lns_term: {
+                                    meta.direction = Direction_t.UPSTREAM;
+                                    if (hdr.inner_ipv4.isValid()) {
+                                        meta.inner_len = meta.inner_len + 2;
+                                        if (hdr.inner_ipv4.version_ihl != 0x45
+                                            || meta.inner_len != meta.ppp_len) {
+                                            drop_for(DropReason_t.MALFORMED);
+                                        } else if (ipv4_antispoof.apply().hit) {
+                                            meta.job = JOB_ROUTE_UP_V4;
+                                        } else {
+                                            drop_for(DropReason_t.SPOOFED);
+                                        }
+                                    } else if (hdr.inner_ipv6.isValid()) {
+                                        meta.inner_len = meta.inner_len + 42;
+                                        if (meta.ipv6_class == IPV6_BAD_VERSION
+                                            || meta.inner_len != meta.ppp_len) {
+                                            drop_for(DropReason_t.MALFORMED);
+                                        } else {
+                                            meta.job = JOB_ROUTE_UP_V6;
+                                        }
+                                    } else if (hdr.ppp.protocol == PPP_IPV4
+                                               || hdr.ppp.protocol == PPP_IPV6) {
                                         drop_for(DropReason_t.MALFORMED);
-                                    } else if (ipv4_antispoof.apply().hit) {
-                                        meta.job = JOB_ROUTE_UP_V4;
                                     } else {
-                                        drop_for(DropReason_t.SPOOFED);
+                                        punt_for(PuntReason_t.L2TP_PPP_CONTROL);
                                     }
-                                } else if (hdr.inner_ipv6.isValid()) {
-                                    if (meta.w != meta.ip_len) {
-                                        drop_for(DropReason_t.MALFORMED);
-                                    } else {
-                                        meta.job = JOB_ROUTE_UP_V6;
-                                    }
-                                } else if (hdr.ppp.protocol == PPP_IPV4 || hdr.ppp.protocol == PPP_IPV6) {
-                                    drop_for(DropReason_t.MALFORMED);
-                                } else {
-                                    punt_for(PuntReason_t.L2TP_PPP_CONTROL);
                                 }
-                            }
-                            lac_to_pppoe: {
-                                meta.direction = Direction_t.DOWNSTREAM;
-                                meta.job = JOB_LAC_DOWN;
-                            }
-                            default: {
-                                if (hdr.ppp.protocol == PPP_IPV4 || hdr.ppp.protocol == PPP_IPV6) {
-                                    drop_for(DropReason_t.NO_SESSION);
-                                } else {
-                                    punt_for(PuntReason_t.L2TP_PPP_CONTROL);
+                                lac_to_pppoe: {
+                                    meta.direction = Direction_t.DOWNSTREAM;
+                                    meta.job = JOB_LAC_DOWN;
+                                }
+                                default: {
+                                    if (hdr.ppp.protocol == PPP_IPV4 || hdr.ppp.protocol == PPP_IPV6) {
+                                        drop_for(DropReason_t.NO_SESSION);
+                                    } else {
+                                        punt_for(PuntReason_t.L2TP_PPP_CONTROL);
+                                    }
                                 }
                             }
                         }
                     }
                 } else if (meta.is_local == 1) {
                     punt_for(PuntReason_t.LOCAL_IPV4);
-                } else if (hdr.ipv4.ttl_protocol < 2 * IPV4_TTL_ONE) {
+                } else if (hdr.ipv4.ttl <= 1) {
                     punt_for(PuntReason_t.TTL_EXPIRED);
                 } else {
                     ipv4_session.apply();
@@ -520,13 +525,11 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
                     } else {
                         meta.direction = Direction_t.DOWNSTREAM;
                         meta.sess_bytes = (bit<32>) hdr.ipv4.total_len;
-                        if (hdr.udp.isValid()) {
+                        if (hdr.udp.isValid() && meta.job == JOB_LNS_DOWN_V4) {
                             /* UDP to port 1701 was parsed as L2TP: its headers
                              * cannot follow a pushed L2TP header. */
-                            if (meta.job == JOB_LNS_DOWN_V4) {
-                                drop_for(DropReason_t.UNSUPPORTED);
-                                meta.job = JOB_NONE;
-                            }
+                            drop_for(DropReason_t.UNSUPPORTED);
+                            meta.job = JOB_NONE;
                         }
                     }
                 }
@@ -534,16 +537,11 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
         } else if (hdr.ipv6.isValid()) {
             /* ---- core side: IPv6 ---- */
             my_station.apply();
-            meta.w = (bit<32>) hdr.ipv6.payload_len;
-            meta.w = meta.w + 40;
-            meta.w = meta.w + meta.l2_len;
-            meta.ck = hdr.ipv6.version_tc_flow;
-            meta.ck = meta.ck & 0xf0000000;
-            meta.lookup_v6_hi = hdr.ipv6.dst_hi;
-            meta.lookup_v6_hi = meta.lookup_v6_hi & 0xff00000000000000;   /* multicast? */
-            if (meta.my_station == 0 && meta.lookup_v6_hi != 0xff00000000000000) {
+            meta.claim_len = meta.claim_len + 40;
+            meta.claim_len = meta.claim_len + meta.l2_len;
+            if (meta.my_station == 0 && meta.ipv6_class != IPV6_MULTICAST) {
                 drop_for(DropReason_t.NOT_FOR_US);
-            } else if (meta.ck != 0x60000000 || meta.w > meta.frame_len) {
+            } else if (meta.ipv6_class == IPV6_BAD_VERSION || meta.claim_len > meta.frame_len) {
                 drop_for(DropReason_t.MALFORMED);
             } else {
                 local_ipv6.apply();
@@ -583,22 +581,12 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
             } else if (meta.is_local == 1) {
                 punt_for(PuntReason_t.LOCAL_IPV4);    /* ping to the gateway */
                 meta.job = JOB_NONE;
-            } else if (hdr.inner_ipv4.ttl_protocol < 2 * IPV4_TTL_ONE) {
+            } else if (hdr.inner_ipv4.ttl <= 1) {
                 punt_for(PuntReason_t.TTL_EXPIRED);
                 meta.job = JOB_NONE;
             }
         } else if (meta.job == JOB_ROUTE_UP_V6) {
-            meta.lookup_v6_hi = hdr.inner_ipv6.dst_hi;
-            meta.lookup_v6_hi = meta.lookup_v6_hi & 0xffc0000000000000;
-            meta.is_local = 0;
-            if (meta.lookup_v6_hi == 0xfe80000000000000) {
-                meta.is_local = 1;
-            }
-            meta.lookup_v6_hi = meta.lookup_v6_hi & 0xff00000000000000;
-            if (meta.lookup_v6_hi == 0xff00000000000000) {
-                meta.is_local = 1;
-            }
-            if (meta.is_local == 1) {
+            if (meta.ipv6_class == IPV6_LINK_LOCAL || meta.ipv6_class == IPV6_MULTICAST) {
                 /* RS, DHCPv6, NS to the gateway: link-local, before the
                  * source check (their source is link-local too) */
                 punt_for(PuntReason_t.SUBSCRIBER_IPV6_CONTROL);
@@ -615,38 +603,20 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
         /* ================= jobs: header rewrites ================= */
         if (meta.job == JOB_ROUTE_UP_V4 || meta.job == JOB_ROUTE_V4) {
             if (meta.job == JOB_ROUTE_UP_V4) {
-                /* strip PPPoE, or the outer IPv4/UDP/L2TP of an LNS session */
-                hdr.pppoe.setInvalid();
-                hdr.ipv4.setInvalid();
-                hdr.udp.setInvalid();
-                hdr.l2tp.setInvalid();
-                hdr.l2tp_length.setInvalid();
-                hdr.l2tp_ids.setInvalid();
-                hdr.l2tp_seq.setInvalid();
-                hdr.l2tp_offset.setInvalid();
-                hdr.ppp_ac.setInvalid();
-                hdr.ppp.setInvalid();
-                hdr.inner_ipv4.ttl_protocol = hdr.inner_ipv4.ttl_protocol - IPV4_TTL_ONE;
+                strip_to_inner_ip();
+                hdr.inner_ipv4.ttl = hdr.inner_ipv4.ttl - 1;
                 meta.inner_ipv4_csum_update = 1;
+                meta.lookup_ipv4 = hdr.inner_ipv4.dst_addr;
             } else {
-                meta.lookup_ipv4 = hdr.ipv4.dst_addr;
-                hdr.ipv4.ttl_protocol = hdr.ipv4.ttl_protocol - IPV4_TTL_ONE;
+                hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
                 meta.ipv4_csum_update = 1;
+                meta.lookup_ipv4 = hdr.ipv4.dst_addr;
             }
             fib_v4.apply();
             meta.l3_type = ETHERTYPE_IPV4;
         } else if (meta.job == JOB_ROUTE_UP_V6 || meta.job == JOB_ROUTE_V6) {
             if (meta.job == JOB_ROUTE_UP_V6) {
-                hdr.pppoe.setInvalid();
-                hdr.ipv4.setInvalid();
-                hdr.udp.setInvalid();
-                hdr.l2tp.setInvalid();
-                hdr.l2tp_length.setInvalid();
-                hdr.l2tp_ids.setInvalid();
-                hdr.l2tp_seq.setInvalid();
-                hdr.l2tp_offset.setInvalid();
-                hdr.ppp_ac.setInvalid();
-                hdr.ppp.setInvalid();
+                strip_to_inner_ip();
                 hdr.inner_ipv6.hop_limit = hdr.inner_ipv6.hop_limit - 1;
                 meta.lookup_v6_hi = hdr.inner_ipv6.dst_hi;
             } else {
@@ -657,87 +627,76 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
             meta.l3_type = ETHERTYPE_IPV6;
         } else if (meta.job == JOB_LAC_UP || meta.job == JOB_LNS_DOWN_V4
                    || meta.job == JOB_LNS_DOWN_V6) {
-            /* push IPv4/UDP/L2TP/PPP toward the tunnel peer */
+            /* push IPv4/UDP/L2TP/PPP toward the tunnel peer; lengths are
+             * what is carried plus UDP 8, L2TP 6, 0xff03 2 (and IPv4 20) */
+            hdr.ipv4.setValid();
+            hdr.udp.setValid();
+            hdr.l2tp_ids.setValid();
             if (meta.job == JOB_LAC_UP) {
-                meta.ip_len = (bit<32>) hdr.pppoe.length;    /* PPP protocol + payload */
+                hdr.udp.length = hdr.pppoe.length + 16;      /* PPP protocol + payload */
+                hdr.ipv4.total_len = hdr.pppoe.length + 36;
                 hdr.pppoe.setInvalid();
             } else if (meta.job == JOB_LNS_DOWN_V4) {
                 hdr.inner_ipv4 = hdr.ipv4;
-                hdr.inner_ipv4.ttl_protocol = hdr.inner_ipv4.ttl_protocol - IPV4_TTL_ONE;
+                hdr.inner_ipv4.ttl = hdr.inner_ipv4.ttl - 1;
                 meta.inner_ipv4_csum_update = 1;
                 hdr.ppp.setValid();
                 hdr.ppp.protocol = PPP_IPV4;
-                meta.ip_len = (bit<32>) hdr.ipv4.total_len;
-                meta.ip_len = meta.ip_len + 2;
+                hdr.udp.length = hdr.ipv4.total_len + 18;
+                hdr.ipv4.total_len = hdr.ipv4.total_len + 38;
             } else {
                 hdr.inner_ipv6 = hdr.ipv6;
                 hdr.inner_ipv6.hop_limit = hdr.inner_ipv6.hop_limit - 1;
                 hdr.ipv6.setInvalid();
                 hdr.ppp.setValid();
                 hdr.ppp.protocol = PPP_IPV6;
-                meta.ip_len = (bit<32>) hdr.inner_ipv6.payload_len;
-                meta.ip_len = meta.ip_len + 42;
+                hdr.udp.length = hdr.inner_ipv6.payload_len + 58;
+                hdr.ipv4.total_len = hdr.inner_ipv6.payload_len + 78;
             }
-            hdr.ipv4.setValid();
-            hdr.udp.setValid();
-            hdr.l2tp_ids.setValid();
             if (l2tp_tunnel.apply().hit) {
                 hdr.ppp_ac.setValid();
                 hdr.ppp_ac.address_control = PPP_ADDRESS_CONTROL;
                 hdr.l2tp.setValid();
-                hdr.l2tp.flags_version = L2TP_VERSION;
+                hdr.l2tp.flags = 0;
+                hdr.l2tp.version = L2TP_VERSION;
                 hdr.l2tp_ids.session_id = meta.peer_session_id;
                 hdr.udp.src_port = L2TP_PORT;
-                hdr.udp.length = (bit<16>) meta.ip_len;
-                hdr.udp.length = hdr.udp.length + 16;     /* UDP 8 + L2TP 6 + ff03 2 */
                 hdr.udp.checksum = 0;
-                hdr.ipv4.version_ihl_tos = 0x4500;
-                hdr.ipv4.total_len = hdr.udp.length + 20;
+                hdr.ipv4.version_ihl = 0x45;
+                hdr.ipv4.diffserv = 0;
                 hdr.ipv4.identification = 0;
                 hdr.ipv4.flags_frag = 0;
-                hdr.ipv4.ttl_protocol = 0x4000 | (bit<16>) IP_PROTO_UDP;   /* ttl 64 */
+                hdr.ipv4.ttl = 64;
+                hdr.ipv4.protocol = IP_PROTO_UDP;
                 meta.ipv4_csum_update = 1;
                 meta.l3_type = ETHERTYPE_IPV4;
             } else {
                 drop_for(DropReason_t.NO_SESSION);       /* session without its tunnel */
                 meta.job = JOB_NONE;
-                hdr.ipv4.setInvalid();
-                hdr.udp.setInvalid();
-                hdr.l2tp_ids.setInvalid();
             }
         } else if (meta.job == JOB_LAC_DOWN || meta.job == JOB_PPPOE_DOWN_V4
                    || meta.job == JOB_PPPOE_DOWN_V6) {
-            /* push PPPoE (and tags) toward the subscriber */
+            /* push PPPoE (and tags) toward the subscriber; the session's
+             * action wrote the MACs */
             hdr.pppoe.setValid();
             hdr.pppoe.ver_type = 0x11;
             hdr.pppoe.code = 0;
             hdr.pppoe.session_id = meta.pppoe_session_id;
             if (meta.job == JOB_LAC_DOWN) {
-                hdr.pppoe.length = (bit<16>) meta.ip_len;
-                hdr.ipv4.setInvalid();
-                hdr.udp.setInvalid();
-                hdr.l2tp.setInvalid();
-                hdr.l2tp_length.setInvalid();
-                hdr.l2tp_ids.setInvalid();
-                hdr.l2tp_seq.setInvalid();
-                hdr.l2tp_offset.setInvalid();
-                hdr.ppp_ac.setInvalid();
+                hdr.pppoe.length = meta.ppp_len;
+                strip_l2tp();
             } else if (meta.job == JOB_PPPOE_DOWN_V4) {
-                hdr.pppoe.length = hdr.ipv4.total_len;
-                hdr.pppoe.length = hdr.pppoe.length + 2;
+                hdr.pppoe.length = hdr.ipv4.total_len + 2;
                 hdr.encap_ppp.setValid();
                 hdr.encap_ppp.protocol = PPP_IPV4;
-                hdr.ipv4.ttl_protocol = hdr.ipv4.ttl_protocol - IPV4_TTL_ONE;
+                hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
                 meta.ipv4_csum_update = 1;
             } else {
-                hdr.pppoe.length = hdr.ipv6.payload_len;
-                hdr.pppoe.length = hdr.pppoe.length + 42;
+                hdr.pppoe.length = hdr.ipv6.payload_len + 42;
                 hdr.encap_ppp.setValid();
                 hdr.encap_ppp.protocol = PPP_IPV6;
                 hdr.ipv6.hop_limit = hdr.ipv6.hop_limit - 1;
             }
-            hdr.ethernet.dst_addr = meta.nh_dmac;
-            hdr.ethernet.src_addr = meta.nh_smac;
             if (meta.c_vid != 0) {
                 hdr.c_tag.setValid();
                 hdr.c_tag.tci = meta.c_vid;
@@ -763,7 +722,8 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
             meta.verdict = Verdict_t.FORWARD;
         }
 
-        /* Routed and tunnelled packets: next hop. */
+        /* Routed and tunnelled packets: next hop (its action writes the
+         * MACs and the VLAN to push into meta.s_vid). */
         if (meta.job == JOB_ROUTE_UP_V4 || meta.job == JOB_ROUTE_V4
             || meta.job == JOB_ROUTE_UP_V6 || meta.job == JOB_ROUTE_V6
             || meta.job == JOB_LAC_UP || meta.job == JOB_LNS_DOWN_V4
@@ -771,12 +731,10 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
             if (meta.nexthop_id == 0) {
                 drop_for(DropReason_t.NO_ROUTE);
             } else if (nexthop.apply().hit) {
-                hdr.ethernet.src_addr = meta.nh_smac;
-                hdr.ethernet.dst_addr = meta.nh_dmac;
                 hdr.c_tag.setInvalid();
-                if (meta.nh_vid != 0) {
+                if (meta.s_vid != 0) {
                     hdr.s_tag.setValid();
-                    hdr.s_tag.tci = meta.nh_vid;
+                    hdr.s_tag.tci = meta.s_vid;
                     hdr.s_tag.ether_type = meta.l3_type;
                     hdr.ethernet.ether_type = ETHERTYPE_VLAN;
                 } else {
@@ -792,8 +750,10 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
         /* TCP MSS clamping on SYNs of sessions that ask for it. */
         if (meta.verdict == Verdict_t.FORWARD && meta.mss_clamp != 0 && hdr.tcp_mss.isValid()) {
             if ((hdr.tcp.flags & TCP_FLAG_SYN) != 0 && hdr.tcp_mss.kind == TCP_OPTION_MSS
-                && hdr.tcp_mss.len == 4 && hdr.tcp_mss.mss > meta.mss_clamp) {
-                meta.mss_update = 1;
+                && hdr.tcp_mss.len == 4) {
+                if (hdr.tcp_mss.mss > meta.mss_clamp) {
+                    meta.mss_update = 1;
+                }
             }
         }
     }

@@ -40,13 +40,26 @@ const bit<8> IP_PROTO_TCP = 6;
 const bit<8> IP_PROTO_UDP = 17;
 const bit<16> L2TP_PORT = 1701;
 
-/* L2TPv2 header flags (RFC 2661 section 3.1). */
-const bit<16> L2TP_FLAG_T = 0x8000;
-const bit<16> L2TP_FLAG_L = 0x4000;
-const bit<16> L2TP_FLAG_S = 0x0800;
-const bit<16> L2TP_FLAG_O = 0x0200;
-const bit<16> L2TP_VERSION_MASK = 0x000f;
-const bit<16> L2TP_VERSION = 2;
+/* L2TPv2 header (RFC 2661 section 3.1): flags byte, version byte. */
+const bit<8> L2TP_FLAG_T = 0x80;
+const bit<8> L2TP_FLAG_L = 0x40;
+const bit<8> L2TP_FLAG_S = 0x08;
+const bit<8> L2TP_FLAG_O = 0x02;
+const bit<8> L2TP_VERSION_MASK = 0x0f;
+const bit<8> L2TP_VERSION = 2;
+
+/* meta.l2tp_class: what the parser made of an L2TP header. */
+const bit<8> L2TP_DATA = 0;
+const bit<8> L2TP_CONTROL = 1;       /* T bit: punted whole */
+const bit<8> L2TP_BAD_VERSION = 2;
+const bit<8> L2TP_OFFSET = 3;        /* non-zero offset padding: unsupported */
+
+/* meta.ipv6_class: what the parser made of the last IPv6 header's first
+ * word and destination. */
+const bit<8> IPV6_UNICAST = 0;
+const bit<8> IPV6_LINK_LOCAL = 1;    /* fe80::/10 destination */
+const bit<8> IPV6_MULTICAST = 2;     /* ff00::/8 destination */
+const bit<8> IPV6_BAD_VERSION = 3;
 
 const bit<8> TCP_FLAG_SYN = 0x02;
 const bit<8> TCP_OPTION_MSS = 2;

@@ -76,23 +76,24 @@ header arp_h {
     bit<32> tpa;
 }
 
-/* Byte fields are paired into 16-bit words: SWX's checksum instructions
- * add whole fields as numbers, which is only right for 16/32-bit fields. */
 header ipv4_h {
-    bit<16> version_ihl_tos;   /* version(4) ihl(4) dscp/ecn(8) */
+    bit<8> version_ihl;        /* 0x45: the core forwards no IPv4 options */
+    bit<8> diffserv;
     bit<16> total_len;
     bit<16> identification;
-    bit<16> flags_frag;
-    bit<16> ttl_protocol;      /* ttl(8) protocol(8) */
+    bit<16> flags_frag;        /* flags(3) fragment offset(13) */
+    bit<8> ttl;
+    bit<8> protocol;
     bit<16> checksum;
     bit<32> src_addr;
     bit<32> dst_addr;
 }
 
-/* The words of an IPv4 header the checksum covers, its own field aside:
- * one list for every top's verify and update. */
-#define IPV4_CHECKSUM_WORDS(H) H.version_ihl_tos, H.total_len, H.identification, H.flags_frag, \
-    H.ttl_protocol, H.src_addr, H.dst_addr
+/* The IPv4 header fields its checksum covers, the checksum itself aside, for
+ * targets whose checksum extern takes a field list (TNA). The PNA top hands
+ * SWX the whole 20-byte header instead. */
+#define IPV4_CHECKSUM_FIELDS(H) H.version_ihl, H.diffserv, H.total_len, H.identification, \
+    H.flags_frag, H.ttl, H.protocol, H.src_addr, H.dst_addr
 
 header ipv6_h {
     bit<32> version_tc_flow;
@@ -103,6 +104,16 @@ header ipv6_h {
     bit<64> src_lo;
     bit<64> dst_hi;
     bit<64> dst_lo;
+}
+
+/* The first 26 bytes of an IPv6 header, looked ahead at by the parser to
+ * classify the packet (version, destination scope) without metadata. */
+header ipv6_peek_h {
+    bit<8> version_tc;   /* version(4) traffic class(4 of 8) */
+    bit<56> rest;
+    bit<64> src_hi;
+    bit<64> src_lo;
+    bit<16> dst_w0;      /* first 16 bits of the destination */
 }
 
 header udp_h {
@@ -133,7 +144,8 @@ header tcp_mss_h {
 
 /* L2TPv2 data/control header (RFC 2661 3.1), optional parts split out. */
 header l2tp_h {
-    bit<16> flags_version;
+    bit<8> flags;        /* T L x x S x O P */
+    bit<8> version;      /* x x x x Ver(4) */
 }
 
 header l2tp_length_h {
@@ -181,23 +193,61 @@ struct headers_t {
 }
 
 /* Everything the core reads from and hands back to the architecture top.
- * All fields are whole bytes and at most 64 bits (SWX metadata), and the
- * whole struct, with what p4c-dpdk adds to it, must stay under 256 bytes:
- * SWX instructions address metadata with an 8-bit byte offset. */
+ *
+ * SWX instructions address metadata with an 8-bit byte offset, so this
+ * struct, with what p4c-dpdk adds to it, must stay under 256 bytes (the
+ * switch refuses a spec that does not). Three rules keep it there:
+ *  - Lookup keys are copied from the headers by the parser and declared
+ *    next to each other as the tables read them: p4c-dpdk copies the keys of
+ *    an exact table into fresh fields unless they are adjacent fields of one
+ *    struct.
+ *  - Values the core computes with start from fields the parser set and are
+ *    changed in place: p4c propagates a value assigned in the control into
+ *    its uses, and every compound expression it recreates there gets its own
+ *    field.
+ *  - No narrowing casts (p4c-dpdk spends three fields on each).
+ * All fields are whole bytes and at most 64 bits (SWX metadata).
+ */
 struct bng_meta_t {
     /* set by the top */
-    port_t in_port;
     bit<32> frame_len;        /* 0xffff where the architecture cannot tell */
-    /* set by the parser */
+
+    /* set by the parser: lengths for the core's sanity checks */
     bit<32> parsed_len;       /* bytes the parser extracted after the prelude */
     bit<32> l2_len;           /* Ethernet + VLAN tags */
-    bit<32> l2tp_len;         /* L2TP header bytes (with optional fields) */
-    bit<8> l2tp_bad;          /* 1: not L2TPv2, 2: offset padding (unsupported) */
-    /* working state */
-    bit<16> s_vid;
+    bit<32> claim_len;        /* length field of the first header after L2
+                               * (PPPoE length, IPv4 total length, IPv6
+                               * payload length); the core adds the headers
+                               * it does not count to compare with frame_len */
+    bit<16> inner_len;        /* IP length field of IP carried in PPP */
+    bit<16> ppp_len;          /* L2TP: the UDP length, turned into the bytes
+                               * of PPP carried by the core */
+    bit<16> l2tp_len;         /* L2TP header bytes (with optional fields) */
+    bit<8> l2tp_class;        /* L2TP_DATA, L2TP_CONTROL, L2TP_BAD_VERSION, L2TP_OFFSET */
+    bit<8> ipv6_class;        /* of the last IPv6 header: IPV6_* below */
+
+    /* lookup keys, in the order the tables need them adjacent:
+     * my_station (dst_mac, in_port), line_map (in_port, s_vid, c_vid) */
+    bit<48> dst_mac;
+    port_t in_port;           /* set by the top */
+    bit<16> s_vid;            /* received outer VLAN id; downstream: to push */
     bit<16> c_vid;
+    /* l2tp_session (local_ip, peer_ip, tunnel_id, session_id),
+     * pppoe_session (session_id, src_mac, line_id), pppoe_up_v4 (+ src_ipv4),
+     * ipv4_antispoof (src_ipv4, sess_idx), ipv6_antispoof (sess_idx, src_v6_hi) */
+    bit<32> local_ip;         /* outer IPv4 destination */
+    bit<32> peer_ip;          /* outer IPv4 source */
+    bit<16> tunnel_id;        /* L2TP tunnel id */
+    bit<16> session_id;       /* PPPoE session id or L2TP session id */
+    bit<48> src_mac;
     line_id_t line_id;
-    bit<16> session_id;       /* from the packet: PPPoE or L2TP session id */
+    bit<32> src_ipv4;         /* subscriber IPv4 source (IP in PPP) */
+    sess_idx_t sess_idx;      /* 0: no session counters/meters */
+    bit<64> src_v6_hi;        /* subscriber IPv6 source /64 (IP in PPP) */
+
+    /* working state of the core */
+    bit<32> lookup_ipv4;      /* address looked up in local_ipv4 and fib_v4 */
+    bit<64> lookup_v6_hi;     /* /64 looked up in fib_v6 */
     bit<16> mss_clamp;        /* 0: no clamping */
     bit<8> is_local;
     bit<8> my_station;
@@ -206,33 +256,25 @@ struct bng_meta_t {
     tunnel_idx_t tunnel_idx;
     bit<16> peer_session_id;
     bit<16> s_tpid;
-    bit<16> pppoe_session_id;
+    bit<16> pppoe_session_id; /* downstream: the session id to push */
     bit<16> l3_type;          /* ethertype of what follows the L2 header on egress */
-    bit<32> ip_len;           /* bytes carried in PPP, protocol field included */
-    bit<32> lookup_ipv4;      /* address looked up in local_ipv4 and fib_v4 */
-    bit<64> lookup_v6_hi;     /* /64 looked up in fib_v6; scratch for prefix tests */
-    /* layer 2 rewrite: next hop, or client (dmac) and BNG (smac) downstream */
-    bit<48> nh_smac;
-    bit<48> nh_dmac;
-    bit<16> nh_vid;
+
     /* the verdict, carried out by the top */
     Verdict_t verdict;
     DropReason_t drop_reason;
     PuntReason_t punt_reason;
     Direction_t direction;
     port_t out_port;
-    sess_idx_t sess_idx;      /* 0: no session counters/meters */
     bit<32> sess_bytes;       /* bytes counted against the session (PPP payload) */
-    /* scratch for arithmetic (see checksum.p4) */
-    bit<32> ck;
-    bit<32> w;
+    bit<32> w;                /* the top's scratch: counter and meter indices */
+    bit<32> weight;           /* the top's scratch: what a packet weighs in a meter */
     /* checksums: verified and recomputed by the top (PNA: InternetChecksum
      * in the control; TNA: Checksum in parser/deparser) */
     bit<8> ipv4_csum_bad;
     bit<8> inner_ipv4_csum_bad;
     bit<8> ipv4_csum_update;
     bit<8> inner_ipv4_csum_update;
-    bit<8> mss_update;         /* rewrite tcp_mss.mss to mss_clamp, fix TCP checksum */
+    bit<8> mss_update;        /* rewrite tcp_mss.mss to mss_clamp, fix TCP checksum */
 }
 
 #endif

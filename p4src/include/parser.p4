@@ -3,6 +3,10 @@
  * top extracts its own prelude (PNA: frame length and packet_out; TNA:
  * intrinsic metadata) and then applies BngParser.
  *
+ * Besides extracting, the parser copies every lookup key into metadata and
+ * seeds the length fields the core checks (see bng_meta_t for why), and
+ * classifies what only a masked look can tell (L2TP flags, IPv6 version and
+ * destination scope) so that the core compares whole fields only.
  * meta.parsed_len counts extracted bytes so the core can drop frames
  * shorter than their headers (SWX extracts without bounds checks).
  */
@@ -12,12 +16,21 @@
 #include "headers.p4"
 
 parser BngParser(packet_in pkt, inout headers_t hdr, inout bng_meta_t meta) {
+    ipv6_peek_h ipv6_peek;
+
     state start {
         meta.parsed_len = 14;
         meta.l2_len = 14;
+        meta.claim_len = 0;
         meta.l2tp_len = 0;
-        meta.l2tp_bad = 0;
+        meta.l2tp_class = L2TP_DATA;
+        meta.ipv6_class = IPV6_UNICAST;
+        meta.s_vid = 0;
+        meta.c_vid = 0;
+        meta.session_id = 0;
         pkt.extract(hdr.ethernet);
+        meta.dst_mac = hdr.ethernet.dst_addr;
+        meta.src_mac = hdr.ethernet.src_addr;
         transition select(hdr.ethernet.ether_type) {
             ETHERTYPE_QINQ: parse_s_tag;
             ETHERTYPE_VLAN: parse_s_tag;
@@ -35,6 +48,7 @@ parser BngParser(packet_in pkt, inout headers_t hdr, inout bng_meta_t meta) {
         pkt.extract(hdr.s_tag);
         meta.parsed_len = meta.parsed_len + 4;
         meta.l2_len = meta.l2_len + 4;
+        meta.s_vid = hdr.s_tag.tci & 0x0fff;
         transition select(hdr.s_tag.ether_type) {
             ETHERTYPE_VLAN: parse_c_tag;
             ETHERTYPE_PPPOE_DISCOVERY: parse_pppoe_discovery;
@@ -50,6 +64,7 @@ parser BngParser(packet_in pkt, inout headers_t hdr, inout bng_meta_t meta) {
         pkt.extract(hdr.c_tag);
         meta.parsed_len = meta.parsed_len + 4;
         meta.l2_len = meta.l2_len + 4;
+        meta.c_vid = hdr.c_tag.tci & 0x0fff;
         transition select(hdr.c_tag.ether_type) {
             ETHERTYPE_PPPOE_DISCOVERY: parse_pppoe_discovery;
             ETHERTYPE_PPPOE_SESSION: parse_pppoe_session;
@@ -63,6 +78,8 @@ parser BngParser(packet_in pkt, inout headers_t hdr, inout bng_meta_t meta) {
     state parse_pppoe_discovery {
         pkt.extract(hdr.pppoe);
         meta.parsed_len = meta.parsed_len + 6;
+        meta.claim_len = (bit<32>) hdr.pppoe.length;
+        meta.session_id = hdr.pppoe.session_id;
         transition accept;
     }
 
@@ -70,6 +87,8 @@ parser BngParser(packet_in pkt, inout headers_t hdr, inout bng_meta_t meta) {
         pkt.extract(hdr.pppoe);
         pkt.extract(hdr.ppp);
         meta.parsed_len = meta.parsed_len + 8;
+        meta.claim_len = (bit<32>) hdr.pppoe.length;
+        meta.session_id = hdr.pppoe.session_id;
         transition select(hdr.ppp.protocol) {
             PPP_IPV4: parse_inner_ipv4;
             PPP_IPV6: parse_inner_ipv6;
@@ -83,13 +102,17 @@ parser BngParser(packet_in pkt, inout headers_t hdr, inout bng_meta_t meta) {
         transition accept;
     }
 
-    /* Only option-less IPv4 is parsed further; the core drops the rest. */
+    /* Only option-less, unfragmented IPv4 is parsed further; the core drops
+     * IPv4 with options. */
     state parse_ipv4 {
         pkt.extract(hdr.ipv4);
         meta.parsed_len = meta.parsed_len + 20;
-        transition select(hdr.ipv4.version_ihl_tos, hdr.ipv4.flags_frag, hdr.ipv4.ttl_protocol) {
-            (0x4500 &&& 0xff00, 0x0000 &&& 0x1fff, 0x0011 &&& 0x00ff): peek_udp;
-            (0x4500 &&& 0xff00, 0x0000 &&& 0x1fff, 0x0006 &&& 0x00ff): parse_tcp;
+        meta.claim_len = (bit<32>) hdr.ipv4.total_len;
+        meta.local_ip = hdr.ipv4.dst_addr;
+        meta.peer_ip = hdr.ipv4.src_addr;
+        transition select(hdr.ipv4.version_ihl, hdr.ipv4.flags_frag, hdr.ipv4.protocol) {
+            (0x45, 0x0000 &&& 0x1fff, IP_PROTO_UDP): peek_udp;
+            (0x45, 0x0000 &&& 0x1fff, IP_PROTO_TCP): parse_tcp;
             default: accept;
         }
     }
@@ -97,15 +120,35 @@ parser BngParser(packet_in pkt, inout headers_t hdr, inout bng_meta_t meta) {
     /* Only L2TP's UDP header is extracted: any other UDP stays payload, so
      * that a downstream encapsulation can push headers in front of it. */
     state peek_udp {
-        transition select(pkt.lookahead<bit<32>>()) {
-            32w1701 &&& 32w0xffff: parse_udp;
+        transition select(pkt.lookahead<udp_h>().dst_port) {
+            L2TP_PORT: parse_udp;
             default: accept;
         }
     }
 
     state parse_ipv6 {
+        ipv6_peek = pkt.lookahead<ipv6_peek_h>();
+        transition select(ipv6_peek.version_tc, ipv6_peek.dst_w0) {
+            (0x60 &&& 0xf0, 0xff00 &&& 0xff00): ipv6_multicast;
+            (0x60 &&& 0xf0, _): extract_ipv6;
+            default: ipv6_bad_version;
+        }
+    }
+
+    state ipv6_multicast {
+        meta.ipv6_class = IPV6_MULTICAST;
+        transition extract_ipv6;
+    }
+
+    state ipv6_bad_version {
+        meta.ipv6_class = IPV6_BAD_VERSION;
+        transition extract_ipv6;
+    }
+
+    state extract_ipv6 {
         pkt.extract(hdr.ipv6);
         meta.parsed_len = meta.parsed_len + 40;
+        meta.claim_len = (bit<32>) hdr.ipv6.payload_len;
         transition select(hdr.ipv6.next_hdr) {
             IP_PROTO_TCP: parse_tcp;
             default: accept;
@@ -115,6 +158,7 @@ parser BngParser(packet_in pkt, inout headers_t hdr, inout bng_meta_t meta) {
     state parse_udp {
         pkt.extract(hdr.udp);
         meta.parsed_len = meta.parsed_len + 8;
+        meta.ppp_len = hdr.udp.length;
         transition parse_l2tp;
     }
 
@@ -124,23 +168,22 @@ parser BngParser(packet_in pkt, inout headers_t hdr, inout bng_meta_t meta) {
         pkt.extract(hdr.l2tp);
         meta.parsed_len = meta.parsed_len + 2;
         meta.l2tp_len = 2;
-        transition select(hdr.l2tp.flags_version) {
-            L2TP_FLAG_T &&& L2TP_FLAG_T: accept;
-            L2TP_VERSION &&& L2TP_VERSION_MASK: parse_l2tp_length;
-            default: l2tp_bad;
+        transition select(hdr.l2tp.version, hdr.l2tp.flags) {
+            (L2TP_VERSION &&& L2TP_VERSION_MASK, L2TP_FLAG_T &&& L2TP_FLAG_T): l2tp_control;
+            (L2TP_VERSION &&& L2TP_VERSION_MASK, L2TP_FLAG_L &&& L2TP_FLAG_L): extract_l2tp_length;
+            (L2TP_VERSION &&& L2TP_VERSION_MASK, _): parse_l2tp_ids;
+            default: l2tp_bad_version;
         }
     }
 
-    state l2tp_bad {
-        meta.l2tp_bad = 1;    /* not version 2 */
+    state l2tp_control {
+        meta.l2tp_class = L2TP_CONTROL;
         transition accept;
     }
 
-    state parse_l2tp_length {
-        transition select(hdr.l2tp.flags_version) {
-            L2TP_FLAG_L &&& L2TP_FLAG_L: extract_l2tp_length;
-            default: parse_l2tp_ids;
-        }
+    state l2tp_bad_version {
+        meta.l2tp_class = L2TP_BAD_VERSION;
+        transition accept;
     }
 
     state extract_l2tp_length {
@@ -154,7 +197,9 @@ parser BngParser(packet_in pkt, inout headers_t hdr, inout bng_meta_t meta) {
         pkt.extract(hdr.l2tp_ids);
         meta.parsed_len = meta.parsed_len + 4;
         meta.l2tp_len = meta.l2tp_len + 4;
-        transition select(hdr.l2tp.flags_version) {
+        meta.tunnel_id = hdr.l2tp_ids.tunnel_id;
+        meta.session_id = hdr.l2tp_ids.session_id;
+        transition select(hdr.l2tp.flags) {
             L2TP_FLAG_S &&& L2TP_FLAG_S: parse_l2tp_seq;
             default: parse_l2tp_offset;
         }
@@ -168,7 +213,7 @@ parser BngParser(packet_in pkt, inout headers_t hdr, inout bng_meta_t meta) {
     }
 
     state parse_l2tp_offset {
-        transition select(hdr.l2tp.flags_version) {
+        transition select(hdr.l2tp.flags) {
             L2TP_FLAG_O &&& L2TP_FLAG_O: extract_l2tp_offset;
             default: parse_l2tp_ppp;
         }
@@ -187,7 +232,7 @@ parser BngParser(packet_in pkt, inout headers_t hdr, inout bng_meta_t meta) {
     }
 
     state l2tp_offset_unsupported {
-        meta.l2tp_bad = 2;
+        meta.l2tp_class = L2TP_OFFSET;
         transition accept;
     }
 
@@ -217,16 +262,45 @@ parser BngParser(packet_in pkt, inout headers_t hdr, inout bng_meta_t meta) {
     state parse_inner_ipv4 {
         pkt.extract(hdr.inner_ipv4);
         meta.parsed_len = meta.parsed_len + 20;
-        transition select(hdr.inner_ipv4.version_ihl_tos, hdr.inner_ipv4.flags_frag,
-                          hdr.inner_ipv4.ttl_protocol) {
-            (0x4500 &&& 0xff00, 0x0000 &&& 0x1fff, 0x0006 &&& 0x00ff): parse_tcp;
+        meta.inner_len = hdr.inner_ipv4.total_len;
+        meta.src_ipv4 = hdr.inner_ipv4.src_addr;
+        transition select(hdr.inner_ipv4.version_ihl, hdr.inner_ipv4.flags_frag,
+                          hdr.inner_ipv4.protocol) {
+            (0x45, 0x0000 &&& 0x1fff, IP_PROTO_TCP): parse_tcp;
             default: accept;
         }
     }
 
     state parse_inner_ipv6 {
+        ipv6_peek = pkt.lookahead<ipv6_peek_h>();
+        transition select(ipv6_peek.version_tc, ipv6_peek.dst_w0) {
+            (0x60 &&& 0xf0, 0xfe80 &&& 0xffc0): inner_ipv6_link_local;
+            (0x60 &&& 0xf0, 0xff00 &&& 0xff00): inner_ipv6_multicast;
+            (0x60 &&& 0xf0, _): extract_inner_ipv6;
+            default: inner_ipv6_bad_version;
+        }
+    }
+
+    state inner_ipv6_link_local {
+        meta.ipv6_class = IPV6_LINK_LOCAL;
+        transition extract_inner_ipv6;
+    }
+
+    state inner_ipv6_multicast {
+        meta.ipv6_class = IPV6_MULTICAST;
+        transition extract_inner_ipv6;
+    }
+
+    state inner_ipv6_bad_version {
+        meta.ipv6_class = IPV6_BAD_VERSION;
+        transition extract_inner_ipv6;
+    }
+
+    state extract_inner_ipv6 {
         pkt.extract(hdr.inner_ipv6);
         meta.parsed_len = meta.parsed_len + 40;
+        meta.inner_len = hdr.inner_ipv6.payload_len;
+        meta.src_v6_hi = hdr.inner_ipv6.src_hi;
         transition select(hdr.inner_ipv6.next_hdr) {
             IP_PROTO_TCP: parse_tcp;
             default: accept;

@@ -77,11 +77,12 @@ control MainControlImpl(inout headers_t hdr, inout bng_meta_t meta,
     }
 
     /* packet_out.egress_port -> port: p4c-dpdk's send_to_port() takes a
-     * constant or an action parameter, not a header field. */
+     * constant or an action parameter, not a header field. A miss is
+     * counted before the drop (SWX drops at once, ending the program). */
     table packet_out_port {
         key = { hdr.packet_out.egress_port : exact @name("egress_port"); }
-        actions = { send; @defaultonly drop; }
-        const default_action = drop();
+        actions = { send; @defaultonly NoAction; }
+        const default_action = NoAction();
         size = 256;
     }
 
@@ -95,46 +96,54 @@ control MainControlImpl(inout headers_t hdr, inout bng_meta_t meta,
 
     apply {
         meta.in_port = (port_t) istd.input_port;
+        /* Reset, not only set where a meter reads it: p4c-dpdk turns a field
+         * written once with a constant into an immediate, and SWX's meter
+         * takes its length from a field only. */
+        meta.weight = 0;
         hdr.frame.setInvalid();
         if (hdr.packet_out.isValid()) {
             hdr.packet_out.setInvalid();
             if (!packet_out_port.apply().hit) {
                 meta.w = (bit<32>) (bit<8>) DropReason_t.BAD_PACKET_OUT;
                 drops.count(meta.w, meta.frame_len);
+                drop_packet();
             }
         } else {
-            /* IPv4 header checksums, for the core to judge */
+            /* IPv4 header checksums, for the core to judge. SWX checksums a
+             * whole 20-byte header in one instruction (ckadd of a header);
+             * its result is the complemented sum with 0 written as 0xffff,
+             * so a correct header reads 0xffff, not 0. */
             meta.ipv4_csum_bad = 0;
             meta.inner_ipv4_csum_bad = 0;
             if (hdr.ipv4.isValid()) {
                 ck.clear();
-                ck.add({IPV4_CHECKSUM_WORDS(hdr.ipv4), hdr.ipv4.checksum});
-                if (ck.get() != 0) {
+                ck.add(hdr.ipv4);
+                if (ck.get() != 0xffff) {
                     meta.ipv4_csum_bad = 1;
                 }
             }
             if (hdr.inner_ipv4.isValid()) {
                 ck.clear();
-                ck.add({IPV4_CHECKSUM_WORDS(hdr.inner_ipv4), hdr.inner_ipv4.checksum});
-                if (ck.get() != 0) {
+                ck.add(hdr.inner_ipv4);
+                if (ck.get() != 0xffff) {
                     meta.inner_ipv4_csum_bad = 1;
                 }
             }
 
             bng.apply(hdr, meta);
 
-            /* checksums of what the core rewrote; all operands are header
-             * fields (SWX checksums network-order bytes as they lie) */
+            /* checksums of what the core rewrote (operands are headers or
+             * header fields: SWX checksums network-order bytes as they lie) */
             if (meta.ipv4_csum_update == 1) {
                 hdr.ipv4.checksum = 0;
                 ck.clear();
-                ck.add({IPV4_CHECKSUM_WORDS(hdr.ipv4)});
+                ck.add(hdr.ipv4);
                 hdr.ipv4.checksum = ck.get();
             }
             if (meta.inner_ipv4_csum_update == 1) {
                 hdr.inner_ipv4.checksum = 0;
                 ck.clear();
-                ck.add({IPV4_CHECKSUM_WORDS(hdr.inner_ipv4)});
+                ck.add(hdr.inner_ipv4);
                 hdr.inner_ipv4.checksum = ck.get();
             }
             if (meta.mss_update == 1) {
@@ -163,11 +172,10 @@ control MainControlImpl(inout headers_t hdr, inout bng_meta_t meta,
                     session_down.count(meta.sess_idx, meta.sess_bytes);
                 }
             } else if (meta.verdict == Verdict_t.PUNT) {
-                /* a packets meter: every packet weighs 1 (SWX takes the
-                 * length from a field, not an immediate) */
-                meta.ck = 1;
+                /* a packets meter: every packet weighs 1 */
+                meta.weight = 1;
                 meta.w = (bit<32>) (bit<8>) meta.punt_reason;
-                color = punt_meter.dpdk_execute(meta.w, SWX_METER_IN_GREEN, meta.ck);
+                color = punt_meter.dpdk_execute(meta.w, SWX_METER_IN_GREEN, meta.weight);
                 if (SWX_METER_IS_RED(color)) {
                     meta.verdict = Verdict_t.DROP;
                     meta.drop_reason = DropReason_t.PUNT_POLICED;

@@ -119,10 +119,10 @@ control BngIngressDeparser(packet_out pkt, inout headers_t hdr, in bng_meta_t me
 
     apply {
         if (meta.ipv4_csum_update == 1) {
-            hdr.ipv4.checksum = ipv4_csum.update({IPV4_CHECKSUM_WORDS(hdr.ipv4)});
+            hdr.ipv4.checksum = ipv4_csum.update({IPV4_CHECKSUM_FIELDS(hdr.ipv4)});
         }
         if (meta.inner_ipv4_csum_update == 1) {
-            hdr.inner_ipv4.checksum = inner_ipv4_csum.update({IPV4_CHECKSUM_WORDS(hdr.inner_ipv4)});
+            hdr.inner_ipv4.checksum = inner_ipv4_csum.update({IPV4_CHECKSUM_FIELDS(hdr.inner_ipv4)});
         }
         pkt.emit(hdr.packet_in);
         pkt.emit(hdr.ethernet);

@@ -10,8 +10,6 @@ from tests.switch_process import ROOT, program_files
 pytestmark = pytest.mark.root
 
 
-@pytest.mark.xfail(strict=True, reason="the bng program does not load yet: its SWX metadata exceeds "
-                   "256 bytes (issue 3, open); the switch refuses it with that message")
 def test_ptf_suite():
     program_files("bng")
     r = subprocess.run([sys.executable, str(ROOT / "ptf-tests/run_ptf.py")], capture_output=True,

@@ -14,16 +14,6 @@ import p4build  # noqa: E402
 PROGRAMS = p4build.programs()
 PNA = sorted(n for n, p in PROGRAMS.items() if p.arch == "pna")
 
-# Known not to load yet: the bng program's SWX metadata is 486 bytes (its own
-# fields, p4c-dpdk's key copies and expression temporaries) and SWX reaches
-# only 256 (see swx_spec.check_limits). Strict: this fails once it is fixed.
-NOT_LOADABLE_YET = {"bng": "bng metadata exceeds SWX's 256-byte reach (issue 3, open)"}
-
-
-def _param(program):
-    if program in NOT_LOADABLE_YET:
-        return pytest.param(program, marks=pytest.mark.xfail(strict=True, reason=NOT_LOADABLE_YET[program]))
-    return program
 TNA = sorted(n for n, p in PROGRAMS.items() if p.arch == "tna")
 
 
@@ -34,7 +24,7 @@ def test_stamp_matches_sources(program):
     assert r.returncode == 0, r.stdout + r.stderr
 
 
-@pytest.mark.parametrize("program", [_param(p) for p in PNA])
+@pytest.mark.parametrize("program", PNA)
 def test_outputs_are_loadable(program):
     from google.protobuf import text_format
     from p4.config.v1 import p4info_pb2

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import yaml
 
-PORT_TYPES = ("af_packet", "tap", "pci", "pcap")
+PORT_TYPES = ("af_packet", "libpcap", "tap", "pci", "pcap")
 
 
 class ConfigError(ValueError):
@@ -23,7 +23,7 @@ class ConfigError(ValueError):
 class PortConfig:
     id: int
     type: str
-    iface: str = ""      # af_packet, tap
+    iface: str = ""      # af_packet, libpcap, tap
     pci: str = ""        # pci: bus address
     rx_pcap: str = ""    # pcap: source file (looped)
     tx_pcap: str = "none"  # pcap: sink file, "none" discards
@@ -35,6 +35,8 @@ class PortConfig:
     def dev_name(self) -> str:
         if self.type == "af_packet":
             return f"net_af_packet_{self.iface}"
+        if self.type == "libpcap":
+            return f"net_pcap_{self.iface}"
         if self.type == "tap":
             return f"net_tap_{self.iface}"
         return self.pci
@@ -43,6 +45,12 @@ class PortConfig:
         if self.type == "af_packet":
             # qdisc_bypass skips the kernel's egress qdisc, as a NIC driver would.
             return f"{self.dev_name},iface={self.iface},qpairs={n_queues},qdisc_bypass=1"
+        if self.type == "libpcap":
+            # One queue pair. Slower than af_packet, but exact: DPDK's
+            # af_packet driver re-inserts the VLAN tag the kernel stripped
+            # with TPID 0x8100 whatever it was, so an 802.1ad s-tag arrives
+            # as 802.1Q; libpcap re-inserts it with the TPID the kernel saw.
+            return f"{self.dev_name},iface={self.iface}"
         if self.type == "tap":
             return f"{self.dev_name},iface={self.iface}"
         return self.pci
@@ -110,12 +118,14 @@ class SwitchConfig:
         for p in self.ports:
             if p.type not in PORT_TYPES:
                 raise ConfigError(f"port {p.id}: type {p.type!r} not one of {PORT_TYPES}")
-            if p.type in ("af_packet", "tap") and not p.iface:
+            if p.type in ("af_packet", "libpcap", "tap") and not p.iface:
                 raise ConfigError(f"port {p.id}: {p.type} needs iface")
             if p.type == "pci" and not p.pci:
                 raise ConfigError(f"port {p.id}: pci needs a bus address")
             if p.direction not in ("net", "host"):
                 raise ConfigError(f"port {p.id}: direction {p.direction!r} is net or host")
+            if p.type == "libpcap" and self.workers > 1:
+                raise ConfigError(f"port {p.id}: libpcap has one queue pair, so one worker")
             if p.type == "pcap" and not p.rx_pcap:
                 raise ConfigError(f"port {p.id}: pcap needs rx_pcap")
         if self.pipeline_mode not in ("compiled", "interpreted", "compiled-only"):
