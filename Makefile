@@ -4,7 +4,7 @@
 SHELL := /bin/bash
 PY := .venv/bin/python
 
-.PHONY: setup lab test unit-test p4 p4-check switch bench bench-tables bench-dataplane clean
+.PHONY: setup lab test unit-test p4 p4-check switch bench bench-tables bench-dataplane bench-bng clean
 
 setup:
 	bash scripts/setup.sh
@@ -37,6 +37,11 @@ bench-tables: setup
 
 bench-dataplane: setup
 	$(PY) bench/bench_dataplane.py
+	$(PY) bench/bench_bng.py
+
+# the BNG program alone, by role (also part of bench-dataplane)
+bench-bng: setup
+	$(PY) bench/bench_bng.py
 
 clean:
 	make -C targets/dpdk clean

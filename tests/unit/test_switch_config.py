@@ -18,12 +18,19 @@ def test_iospec_per_instance_with_cpu_ring_and_pcap():
     assert "--no-huge" in cfg.eal_argv() and "-l" in cfg.eal_argv()
 
 
+def test_libpcap_port_is_one_queue_pair_on_an_interface():
+    cfg = from_dict({"ports": [{"id": 1, "type": "libpcap", "iface": "veth0"}]})
+    assert cfg.ports[0].devargs(1) == "net_pcap_veth0,iface=veth0"
+    assert "port in 1 ethdev net_pcap_veth0 rxq 0 bsz 32" in cfg.iospec(0)
+
+
 @pytest.mark.parametrize("raw,words", [
     ({"ports": [{"id": 2, "type": "af_packet", "iface": "x"}]}, "without holes"),
     ({"ports": [{"id": 1, "type": "bogus"}]}, "not one of"),
     ({"ports": [{"id": 1, "type": "af_packet"}]}, "needs iface"),
     ({"colour": "red"}, "unknown switch config key"),
     ({"pipeline_mode": "fast"}, "pipeline_mode"),
+    ({"workers": 2, "ports": [{"id": 1, "type": "libpcap", "iface": "x"}]}, "one worker"),
 ])
 def test_config_errors(raw, words):
     with pytest.raises(ConfigError, match=words):

@@ -1,0 +1,292 @@
+#!/usr/bin/env python3
+"""make bench-bng: the BNG program's forwarding rate per core, by role.
+
+For each role it builds the bng pipeline with a pcap source of that role's
+traffic, installs --sessions sessions of that role (40k by default, as in the
+reference labs) through the same table store the P4Runtime server uses, and
+measures packets per second per worker; DPDK's plain l2fwd.spec with 64 B
+frames is measured first in the same process as the baseline. Traffic cycles
+over --flows sessions spread across the installed ones.
+
+A figure only counts if the packets were forwarded: after each role the
+bench checks that the sessions' counters (incremented only for forwarded
+packets) add up to what the port received and that no drop counter moved,
+and fails otherwise (a pipeline that drops is faster than one that works).
+(SWX's pcap sink port reports what it discards as tx drops, so the port's own
+tx count cannot tell.) Every figure is the median of --runs runs.
+
+Roles: pppoe_up (PPPoE session -> routed IPv4), pppoe_down, lac_up (PPPoE ->
+L2TP), lac_down (L2TP -> PPPoE), lns_up (L2TP -> routed IPv4), lns_down.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+L2FWD_SPEC = "/usr/share/dpdk/examples/pipeline/examples/l2fwd.spec"
+ROLES = ("pppoe_up", "pppoe_down", "lac_up", "lac_down", "lns_up", "lns_down")
+
+PORT = 1                       # the pcap port: source and sink
+BNG_MAC = 0x02bb00000001
+CORE_MAC = 0x02ee00000001
+BNG_IP = 0xc0000201            # 192.0.2.1: the BNG's L2TP address
+PEER_IP = 0xc0000202           # the LAC/LNS on the other end
+LINE_ID = 1
+NEXTHOP = 1
+TUNNEL_IDX = 1
+LOCAL_TUNNEL = 0x100
+PEER_TUNNEL = 0x200
+
+
+def client_mac(i: int) -> int:
+    return 0x02cc00000000 | i
+
+
+def client_ip(i: int) -> int:
+    return 0x64400000 | i      # 100.64.0.0/10, one /32 per session
+
+
+def frames(role: str, sessions: list[int], frame_size: int) -> list[bytes]:
+    """One 64 B (or the smallest that holds the encapsulation) frame per session."""
+    import struct
+
+    from scapy.layers.inet import IP, UDP
+    from scapy.layers.l2 import Ether
+    from scapy.layers.ppp import PPP, PPPoE
+
+    def mac(v: int) -> str:
+        return ":".join(f"{(v >> s) & 0xff:02x}" for s in range(40, -8, -8))
+
+    def ip(v: int) -> str:
+        return ".".join(str((v >> s) & 0xff) for s in (24, 16, 8, 0))
+
+    out = []
+    for i in sessions:
+        up = IP(src=ip(client_ip(i)), dst="198.51.100.7", ttl=64) / UDP(sport=1000, dport=2000)
+        down = IP(src="198.51.100.7", dst=ip(client_ip(i)), ttl=64) / UDP(sport=2000, dport=1000)
+        if role in ("pppoe_up", "lac_up"):
+            p = Ether(src=mac(client_mac(i)), dst=mac(BNG_MAC)) / PPPoE(sessionid=i + 1) / PPP(proto=0x21) / up
+        elif role in ("pppoe_down", "lns_down"):
+            p = Ether(src=mac(CORE_MAC), dst=mac(BNG_MAC)) / down
+        else:
+            inner = down if role == "lac_down" else up
+            l2tp = struct.pack("!HHH", 0x0002, LOCAL_TUNNEL, i + 1) + b"\xff\x03\x00\x21"
+            p = (Ether(src=mac(CORE_MAC), dst=mac(BNG_MAC)) / IP(src=ip(PEER_IP), dst=ip(BNG_IP), ttl=64)
+                 / UDP(sport=1701, dport=1701) / (l2tp + bytes(inner)))
+        raw = bytes(p)
+        if role in ("pppoe_up", "lac_up"):
+            raw = bytes(Ether(raw))    # PPPoE length computed by scapy
+        pad = frame_size - 4 - len(raw)     # frame_size counts the FCS
+        out.append(raw + b"\0" * max(0, pad))
+    return out
+
+
+def entries(role: str, n: int, entry) -> list:
+    """The table entries of n sessions of one role, plus what they need."""
+    ups = [entry("egress_port", {"port": PORT}, "send", {"port": PORT}),
+           entry("nexthop", {"nexthop_id": NEXTHOP}, "set_l2",
+                 {"port": PORT, "smac": BNG_MAC, "dmac": CORE_MAC, "vid": 0}),
+           entry("my_station", {"port": PORT, "dst_mac": BNG_MAC}, "set_my_station", {})]
+    if role in ("pppoe_up", "lac_up"):
+        ups.append(entry("line_map", {"port": PORT, "s_vid": 0, "c_vid": 0}, "set_line", {"line_id": LINE_ID}))
+    if role in ("pppoe_up", "lns_up"):
+        ups.append(entry("fib_v4", {}, "set_nexthop", {"nexthop_id": NEXTHOP}))     # default route
+    if role in ("lac_up", "lns_down"):
+        ups.append(entry("l2tp_tunnel", {"tunnel_idx": TUNNEL_IDX}, "set_tunnel",
+                         {"local_ip": BNG_IP, "peer_ip": PEER_IP, "peer_tunnel_id": PEER_TUNNEL,
+                          "peer_port": 1701, "nexthop_id": NEXTHOP}))
+    if role in ("lac_down", "lns_up"):
+        ups.append(entry("local_ipv4", {"addr": BNG_IP}, "set_local", {}))
+    for i in range(n):
+        sess = {"line_id": LINE_ID, "session_id": i + 1, "src_mac": client_mac(i)}
+        down_pppoe = {"sess_idx": i + 1, "port": PORT, "client_mac": client_mac(i), "bng_mac": BNG_MAC,
+                      "s_tpid": 0x8100, "s_vid": 0, "c_vid": 0, "pppoe_session_id": i + 1}
+        l2tp = {"local_ip": BNG_IP, "peer_ip": PEER_IP, "tunnel_id": LOCAL_TUNNEL, "session_id": i + 1}
+        if role == "pppoe_up":
+            ups.append(entry("pppoe_up_v4", {**sess, "src_ipv4": client_ip(i)}, "pppoe_term",
+                             {"sess_idx": i + 1, "mss_clamp": 0}))
+            ups.append(entry("pppoe_session", sess, "pppoe_term", {"sess_idx": i + 1, "mss_clamp": 0}))
+        elif role == "pppoe_down":
+            ups.append(entry("ipv4_session", {"dst_ipv4": client_ip(i)}, "to_pppoe",
+                             {**down_pppoe, "mss_clamp": 0}))
+        elif role == "lac_up":
+            ups.append(entry("pppoe_session", sess, "pppoe_lac",
+                             {"sess_idx": i + 1, "tunnel_idx": TUNNEL_IDX, "peer_session_id": i + 1}))
+        elif role == "lac_down":
+            ups.append(entry("l2tp_session", l2tp, "lac_to_pppoe", down_pppoe))
+        elif role == "lns_up":
+            ups.append(entry("l2tp_session", l2tp, "lns_term", {"sess_idx": i + 1, "mss_clamp": 0}))
+            ups.append(entry("ipv4_antispoof", {"sess_idx": i + 1, "src_ipv4": client_ip(i)}, "permit", {}))
+        elif role == "lns_down":
+            ups.append(entry("ipv4_session", {"dst_ipv4": client_ip(i)}, "to_l2tp",
+                             {"sess_idx": i + 1, "tunnel_idx": TUNNEL_IDX, "peer_session_id": i + 1,
+                              "mss_clamp": 0}))
+    return ups
+
+
+def run_child(args) -> dict:
+    """In a child process (it owns the EAL): the baseline and every role."""
+    from google.protobuf import text_format
+    from p4.config.v1 import p4info_pb2
+    from p4.v1 import p4runtime_pb2 as p4r
+    from scapy.utils import wrpcap
+    from scapy.layers.l2 import Ether
+
+    from bench.bench_dataplane import make_pcap
+    from bng_switch import libbsw, switch_config
+    from bng_switch.device import create_rings, decode_device_config
+    from bng_switch.pipeline_map import PipelineMap
+    from bng_switch.swx_spec import parse
+    from bng_switch.table_store import TableStore
+    from tests.switch_process import program_files
+
+    work = Path(tempfile.mkdtemp(prefix="bench-bng-"))
+    pcap = work / "in.pcap"
+    cfg = switch_config.from_dict({
+        "name": "bb", "work_dir": str(work), "workers": args.workers, "idle_us": 0,
+        "mempool_mbufs": 8192 * args.workers,
+        "ports": [{"id": PORT, "type": "pcap", "rx_pcap": str(pcap), "tx_pcap": "none"}]})
+    lib = libbsw.Library()
+    lib.eal_init(cfg.eal_argv())
+    lib.mempool_create(switch_config.MEMPOOL, cfg.mempool_mbufs)
+    create_rings(lib, cfg)
+    iospecs = [cfg.iospec(k) for k in range(args.workers)]
+    mode = "compiled-only" if args.mode == "compiled" else "interpreted"
+
+    def measure(p) -> tuple[float, dict]:
+        p.workers_start(0)
+        time.sleep(0.5)  # warm-up
+        a = p.port_stats(PORT)
+        t0 = time.perf_counter()
+        time.sleep(args.seconds)
+        b = p.port_stats(PORT)
+        dt = time.perf_counter() - t0
+        p.workers_stop()
+        return (b["rx_pkts"] - a["rx_pkts"]) / dt / 1e6 / args.workers, p.port_stats(PORT)
+
+    out: dict = {}
+    make_pcap(pcap, 64, 1024)
+    base = lib.pipeline_build(L2FWD_SPEC, str(work), cfg.dpdk_include, iospecs, mode)
+    out["baseline"] = {"frame_size": 64, "runs": [measure(base)[0] for _ in range(args.runs)]}
+    base.free()
+
+    p4info_path, dc = program_files("bng")
+    spec_text, context = decode_device_config(dc.read_bytes())
+    spec_path = work / "bng.spec"
+    spec_path.write_text(spec_text)
+    p4info = text_format.Parse(p4info_path.read_text(), p4info_pb2.P4Info())
+    enums = json.loads((p4info_path.parent / "bng.enums.json").read_text())
+    drop_names, punt_names = enums["DropReason_t"]["members"], enums["PuntReason_t"]["members"]
+    step = max(1, args.sessions // args.flows)
+    flows = list(range(0, args.sessions, step))[:args.flows]
+
+    for role in args.roles.split(","):
+        pkts = frames(role, flows, args.frame_size)
+        wrpcap(str(pcap), [Ether(b) for b in pkts])
+        p = lib.pipeline_build(str(spec_path), str(work), cfg.dpdk_include, iospecs, mode)
+        pmap = PipelineMap(p4info, parse(spec_text), context)
+        pmap.bind(p)
+        store = TableStore(pmap)
+
+        def entry(table, fields, action, params):
+            t = next(t for t in pmap.tables.values() if t.name.endswith("." + table))
+            te = p4r.TableEntry(table_id=t.id)
+            for fname, v in fields.items():
+                f = next(f for f in t.fields.values() if f.name == fname)
+                m = te.match.add(field_id=f.id)
+                if f.match_type == p4info_pb2.MatchField.LPM:
+                    m.lpm.value, m.lpm.prefix_len = v.to_bytes((f.bitwidth + 7) // 8, "big"), f.bitwidth
+                else:
+                    m.exact.value = v.to_bytes((f.bitwidth + 7) // 8, "big")
+            a = next(a for a in t.actions.values() if a.name.split(".")[-1] == action)
+            te.action.action.action_id = a.id
+            for pname, v in params.items():
+                pm = next(x for x in a.params.values() if x.name == pname)
+                te.action.action.params.add(param_id=pm.id, value=v.to_bytes((pm.bitwidth + 7) // 8, "big"))
+            u = p4r.Update(type=p4r.Update.INSERT)
+            u.entity.table_entry.CopyFrom(te)
+            return u
+
+        t0 = time.perf_counter()
+        ops, undo = [], []
+        for u in entries(role, args.sessions, entry):
+            store.apply(u, ops, undo)
+        p.table_commit(ops + store.rebuild_ops([]))
+        install_s = time.perf_counter() - t0
+        drops_before = sum(p.regarray_read("drops_0_packets", i) for i in drop_names.values())
+        runs, stats = [], {}
+        for _ in range(args.runs):
+            mpps, stats = measure(p)
+            runs.append(mpps)
+        drops = sum(p.regarray_read("drops_0_packets", i) for i in drop_names.values()) - drops_before
+        counter = "session_up_0_packets" if role.endswith("_up") else "session_down_0_packets"
+        forwarded = sum(p.regarray_read(counter, i + 1) for i in flows)
+        if drops or forwarded < stats["rx_pkts"] * 0.99:
+            reasons = {n: p.regarray_read("drops_0_packets", i) for n, i in drop_names.items() if i}
+            punts = {n: p.regarray_read("punts_0_packets", i) for n, i in punt_names.items() if i}
+            raise SystemExit(f"{role}: not forwarding (rx {stats['rx_pkts']}, counted by sessions "
+                             f"{forwarded}, drops {reasons}, punts {punts})")
+        out[role] = {"frame_size": max(args.frame_size, len(pkts[0]) + 4), "runs": runs,
+                     "entries": len(ops), "install_s": round(install_s, 1)}
+        p.free()
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sessions", type=int, default=40_000)
+    ap.add_argument("--flows", type=int, default=1024, help="sessions the traffic cycles over")
+    ap.add_argument("--frame-size", type=int, default=64)
+    ap.add_argument("--workers", type=int, default=1, help="worker lcores (the machine needs workers+1 cores)")
+    ap.add_argument("--seconds", type=float, default=3.0)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--roles", default=",".join(ROLES))
+    ap.add_argument("--modes", default="compiled")
+    ap.add_argument("--mode", help=argparse.SUPPRESS)
+    ap.add_argument("--json", help="also write the results here")
+    args = ap.parse_args()
+    if args.mode:
+        print(json.dumps(run_child(args)))
+        return 0
+
+    print(f"bench-bng: {args.sessions} sessions per role, traffic over {args.flows}, "
+          f"{args.workers} worker(s), {args.runs} x {args.seconds}s runs; baseline l2fwd.spec 64 B", flush=True)
+    results = {}
+    for mode in args.modes.split(","):
+        print(f"  {mode} ...", flush=True)
+        cmd = [sys.executable, __file__, "--mode", mode] + [
+            f"--{k.replace('_', '-')}={v}" for k, v in vars(args).items()
+            if k in ("sessions", "flows", "frame_size", "workers", "seconds", "runs", "roles")]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            print(r.stdout[-3000:], r.stderr[-3000:])
+            return 1
+        res = json.loads(r.stdout.strip().splitlines()[-1])
+        for v in res.values():
+            v["median_mpps"] = statistics.median(v["runs"])
+        results[mode] = res
+    for mode, res in results.items():
+        b = res["baseline"]["median_mpps"]
+        print(f"\n[{mode}] baseline l2fwd: {b:.2f} Mpps/core")
+        print(f"{'role':<12}{'frame B':>8}{'entries':>9}{'Mpps/core':>11}{'ratio':>7}")
+        for role in ROLES:
+            if role in res:
+                r = res[role]
+                print(f"{role:<12}{r['frame_size']:>8}{r['entries']:>9}{r['median_mpps']:>11.2f}"
+                      f"{r['median_mpps'] / b:>7.2f}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
