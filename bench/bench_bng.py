@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -31,6 +30,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from bench.bench_dataplane import run_modes  # noqa: E402
 
 L2FWD_SPEC = "/usr/share/dpdk/examples/pipeline/examples/l2fwd.spec"
 ROLES = ("pppoe_up", "pppoe_down", "lac_up", "lac_down", "lns_up", "lns_down")
@@ -137,11 +138,10 @@ def run_child(args) -> dict:
     """In a child process (it owns the EAL): the baseline and every role."""
     from google.protobuf import text_format
     from p4.config.v1 import p4info_pb2
-    from p4.v1 import p4runtime_pb2 as p4r
-    from scapy.utils import wrpcap
     from scapy.layers.l2 import Ether
+    from scapy.utils import wrpcap
 
-    from bench.bench_dataplane import make_pcap
+    from bench.bench_dataplane import insert_update, make_pcap, measure_mpps
     from bng_switch import libbsw, switch_config
     from bng_switch.device import create_rings, decode_device_config
     from bng_switch.pipeline_map import PipelineMap
@@ -162,21 +162,11 @@ def run_child(args) -> dict:
     iospecs = [cfg.iospec(k) for k in range(args.workers)]
     mode = "compiled-only" if args.mode == "compiled" else "interpreted"
 
-    def measure(p) -> tuple[float, dict]:
-        p.workers_start(0)
-        time.sleep(0.5)  # warm-up
-        a = p.port_stats(PORT)
-        t0 = time.perf_counter()
-        time.sleep(args.seconds)
-        b = p.port_stats(PORT)
-        dt = time.perf_counter() - t0
-        p.workers_stop()
-        return (b["rx_pkts"] - a["rx_pkts"]) / dt / 1e6 / args.workers, p.port_stats(PORT)
-
     out: dict = {}
     make_pcap(pcap, 64, 1024)
     base = lib.pipeline_build(L2FWD_SPEC, str(work), cfg.dpdk_include, iospecs, mode)
-    out["baseline"] = {"frame_size": 64, "runs": [measure(base)[0] for _ in range(args.runs)]}
+    out["baseline"] = {"frame_size": 64,
+                       "runs": [measure_mpps(base, PORT, args.seconds, args.workers) for _ in range(args.runs)]}
     base.free()
 
     p4info_path, dc = program_files("bng")
@@ -198,23 +188,7 @@ def run_child(args) -> dict:
         store = TableStore(pmap)
 
         def entry(table, fields, action, params):
-            t = next(t for t in pmap.tables.values() if t.name.endswith("." + table))
-            te = p4r.TableEntry(table_id=t.id)
-            for fname, v in fields.items():
-                f = next(f for f in t.fields.values() if f.name == fname)
-                m = te.match.add(field_id=f.id)
-                if f.match_type == p4info_pb2.MatchField.LPM:
-                    m.lpm.value, m.lpm.prefix_len = v.to_bytes((f.bitwidth + 7) // 8, "big"), f.bitwidth
-                else:
-                    m.exact.value = v.to_bytes((f.bitwidth + 7) // 8, "big")
-            a = next(a for a in t.actions.values() if a.name.split(".")[-1] == action)
-            te.action.action.action_id = a.id
-            for pname, v in params.items():
-                pm = next(x for x in a.params.values() if x.name == pname)
-                te.action.action.params.add(param_id=pm.id, value=v.to_bytes((pm.bitwidth + 7) // 8, "big"))
-            u = p4r.Update(type=p4r.Update.INSERT)
-            u.entity.table_entry.CopyFrom(te)
-            return u
+            return insert_update(pmap, table, fields, action, params)
 
         t0 = time.perf_counter()
         ops, undo = [], []
@@ -223,10 +197,8 @@ def run_child(args) -> dict:
         p.table_commit(ops + store.rebuild_ops([]))
         install_s = time.perf_counter() - t0
         drops_before = sum(p.regarray_read("drops_0_packets", i) for i in drop_names.values())
-        runs, stats = [], {}
-        for _ in range(args.runs):
-            mpps, stats = measure(p)
-            runs.append(mpps)
+        runs = [measure_mpps(p, PORT, args.seconds, args.workers) for _ in range(args.runs)]
+        stats = p.port_stats(PORT)
         drops = sum(p.regarray_read("drops_0_packets", i) for i in drop_names.values()) - drops_before
         counter = "session_up_0_packets" if role.endswith("_up") else "session_down_0_packets"
         forwarded = sum(p.regarray_read(counter, i + 1) for i in flows)
@@ -260,20 +232,12 @@ def main() -> int:
 
     print(f"bench-bng: {args.sessions} sessions per role, traffic over {args.flows}, "
           f"{args.workers} worker(s), {args.runs} x {args.seconds}s runs; baseline l2fwd.spec 64 B", flush=True)
-    results = {}
-    for mode in args.modes.split(","):
-        print(f"  {mode} ...", flush=True)
-        cmd = [sys.executable, __file__, "--mode", mode] + [
-            f"--{k.replace('_', '-')}={v}" for k, v in vars(args).items()
-            if k in ("sessions", "flows", "frame_size", "workers", "seconds", "runs", "roles")]
-        r = subprocess.run(cmd, capture_output=True, text=True)
-        if r.returncode != 0:
-            print(r.stdout[-3000:], r.stderr[-3000:])
-            return 1
-        res = json.loads(r.stdout.strip().splitlines()[-1])
+    results = run_modes(__file__, args, ("sessions", "flows", "frame_size", "workers", "seconds", "runs", "roles"))
+    if results is None:
+        return 1
+    for res in results.values():
         for v in res.values():
             v["median_mpps"] = statistics.median(v["runs"])
-        results[mode] = res
     for mode, res in results.items():
         b = res["baseline"]["median_mpps"]
         print(f"\n[{mode}] baseline l2fwd: {b:.2f} Mpps/core")

@@ -43,11 +43,64 @@ def make_pcap(path: Path, frame_size: int, n_flows: int) -> None:
     wrpcap(str(path), pkts)
 
 
+def insert_update(pmap, table: str, fields: dict, action: str, params: dict):
+    """A P4Runtime INSERT by P4Info names (exact fields; LPM ones as host
+    routes), for feeding the server's TableStore in-process."""
+    from p4.config.v1 import p4info_pb2
+    from p4.v1 import p4runtime_pb2 as p4r
+    t = next(t for t in pmap.tables.values() if t.name.endswith("." + table))
+    te = p4r.TableEntry(table_id=t.id)
+    for fname, v in fields.items():
+        f = next(f for f in t.fields.values() if f.name == fname)
+        m = te.match.add(field_id=f.id)
+        if f.match_type == p4info_pb2.MatchField.LPM:
+            m.lpm.value, m.lpm.prefix_len = v.to_bytes((f.bitwidth + 7) // 8, "big"), f.bitwidth
+        else:
+            m.exact.value = v.to_bytes((f.bitwidth + 7) // 8, "big")
+    a = next(a for a in t.actions.values() if a.name.split(".")[-1] == action)
+    te.action.action.action_id = a.id
+    for pname, v in params.items():
+        pm = next(x for x in a.params.values() if x.name == pname)
+        te.action.action.params.add(param_id=pm.id, value=v.to_bytes((pm.bitwidth + 7) // 8, "big"))
+    u = p4r.Update(type=p4r.Update.INSERT)
+    u.entity.table_entry.CopyFrom(te)
+    return u
+
+
+def measure_mpps(p, port: int, seconds: float, workers: int) -> float:
+    """Packets the pipeline received on `port` per second per worker, after
+    half a second of warm-up."""
+    p.workers_start(0)
+    time.sleep(0.5)
+    a = p.port_stats(port)["rx_pkts"]
+    t0 = time.perf_counter()
+    time.sleep(seconds)
+    b = p.port_stats(port)["rx_pkts"]
+    dt = time.perf_counter() - t0
+    p.workers_stop()
+    return (b - a) / dt / 1e6 / workers
+
+
+def run_modes(script: str, args, keys: tuple[str, ...]) -> dict | None:
+    """Runs `script --mode M` for each of args.modes in a child process (each
+    owns its EAL) and returns {mode: the child's JSON}; None if one failed."""
+    results = {}
+    for mode in args.modes.split(","):
+        print(f"  {mode} ...", flush=True)
+        cmd = [sys.executable, script, "--mode", mode] + [
+            f"--{k.replace('_', '-')}={v}" for k, v in vars(args).items() if k in keys]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            print(r.stdout[-3000:], r.stderr[-3000:])
+            return None
+        results[mode] = json.loads(r.stdout.strip().splitlines()[-1])
+    return results
+
+
 def run_child(args) -> dict:
     """In a child process (it owns the EAL): all measurements of one mode."""
     from google.protobuf import text_format
     from p4.config.v1 import p4info_pb2
-    from p4.v1 import p4runtime_pb2 as p4r
 
     from bng_switch import libbsw, switch_config
     from bng_switch.device import create_rings, decode_device_config
@@ -70,15 +123,7 @@ def run_child(args) -> dict:
     iospecs = [cfg.iospec(k) for k in range(args.workers)]
 
     def measure(p) -> float:
-        p.workers_start(0)
-        time.sleep(0.5)  # warm-up
-        a = p.port_stats(1)["rx_pkts"]
-        t0 = time.perf_counter()
-        time.sleep(args.seconds)
-        b = p.port_stats(1)["rx_pkts"]
-        dt = time.perf_counter() - t0
-        p.workers_stop()
-        return (b - a) / dt / 1e6 / args.workers
+        return measure_mpps(p, 1, args.seconds, args.workers)
 
     out: dict[str, list[float]] = {"baseline": [], "program": []}
     base = lib.pipeline_build(L2FWD_SPEC, str(work), cfg.dpdk_include, iospecs,
@@ -98,19 +143,7 @@ def run_child(args) -> dict:
     store = TableStore(pmap)
 
     def entry(table, fields, action, params):
-        t = next(t for t in pmap.tables.values() if t.name.endswith("." + table))
-        te = p4r.TableEntry(table_id=t.id)
-        for fname, v in fields.items():
-            f = next(f for f in t.fields.values() if f.name == fname)
-            te.match.add(field_id=f.id).exact.value = v.to_bytes((f.bitwidth + 7) // 8, "big")
-        a = next(a for a in t.actions.values() if a.name.endswith(action))
-        te.action.action.action_id = a.id
-        for pname, v in params.items():
-            pm = next(x for x in a.params.values() if x.name == pname)
-            te.action.action.params.add(param_id=pm.id, value=v.to_bytes((pm.bitwidth + 7) // 8, "big"))
-        u = p4r.Update(type=p4r.Update.INSERT)
-        u.entity.table_entry.CopyFrom(te)
-        return u
+        return insert_update(pmap, table, fields, action, params)
 
     ops, undo, keep = [], [], []
     store.apply(entry("port_fwd", {"in_port": 1}, "forward", {"port": 1}), ops, undo)
@@ -144,18 +177,11 @@ def main() -> int:
         return 1
     print(f"bench-dataplane: {args.program} ({args.entries} l2_fwd entries) vs l2fwd.spec, "
           f"{args.frame_size} B, {args.workers} worker(s), {args.runs} x {args.seconds}s runs", flush=True)
-    results = {}
-    for mode in args.modes.split(","):
-        print(f"  {mode} ...", flush=True)
-        cmd = [sys.executable, __file__, "--mode", mode] + [
-            f"--{k.replace('_', '-')}={v}" for k, v in vars(args).items()
-            if k in ("program", "entries", "frame_size", "workers", "seconds", "runs")]
-        r = subprocess.run(cmd, capture_output=True, text=True)
-        if r.returncode != 0:
-            print(r.stdout[-3000:], r.stderr[-3000:])
-            return 1
-        res = json.loads(r.stdout.strip().splitlines()[-1])
-        results[mode] = {k: {"runs": v, "median_mpps": statistics.median(v)} for k, v in res.items()}
+    raw = run_modes(__file__, args, ("program", "entries", "frame_size", "workers", "seconds", "runs"))
+    if raw is None:
+        return 1
+    results = {mode: {k: {"runs": v, "median_mpps": statistics.median(v)} for k, v in res.items()}
+               for mode, res in raw.items()}
     print(f"\n{'mode':<13}{'baseline Mpps/core':>20}{'program Mpps/core':>20}{'ratio':>8}")
     for mode, r in results.items():
         b, p = r["baseline"]["median_mpps"], r["program"]["median_mpps"]
