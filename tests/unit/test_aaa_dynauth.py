@@ -1,0 +1,226 @@
+"""RFC 5176 Dynamic Authorization Server on 127.0.0.1."""
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+
+from pyrad import packet as rp
+
+from bng_controller.aaa.base import DynAuthError, DynAuthRequest
+from bng_controller.aaa.dynauth import DynAuthServer
+from bng_controller.aaa.raddict import Attr, int_value, load_dictionary
+from tests.unit.aaa_fakes import SECRET, run
+
+
+class _Client(asyncio.DatagramProtocol):
+    def __init__(self):
+        self.replies: asyncio.Queue = asyncio.Queue()
+
+    def datagram_received(self, data, addr):
+        self.replies.put_nowait(data)
+
+
+async def _exchange(port: int, raw: bytes, *, expect: int = 1, wait: float = 0.5) -> list[bytes]:
+    loop = asyncio.get_running_loop()
+    transport, client = await loop.create_datagram_endpoint(
+        _Client, remote_addr=("127.0.0.1", port))
+    try:
+        transport.sendto(raw)
+        replies = []
+        for _ in range(expect):
+            try:
+                replies.append(await asyncio.wait_for(client.replies.get(), wait))
+            except TimeoutError:
+                break
+        return replies
+    finally:
+        transport.close()
+
+
+def _request(code=rp.DisconnectRequest, secret=SECRET, ma=False, **attrs) -> rp.CoAPacket:
+    pkt = rp.CoAPacket(code=code, id=42, secret=secret, dict=load_dictionary(),
+                       message_authenticator=ma or None)
+    for name, value in attrs.items():
+        pkt[name.replace("_", "-")] = value
+    return pkt
+
+
+class _Handler:
+    def __init__(self, answer=None, exc=None):
+        self.calls: list[DynAuthRequest] = []
+        self.answer = answer
+        self.exc = exc
+
+    async def __call__(self, req: DynAuthRequest):
+        self.calls.append(req)
+        await asyncio.sleep(0.01)
+        if self.exc:
+            raise self.exc
+        return self.answer
+
+
+async def _server(handler, **cfg) -> DynAuthServer:
+    config = {"bind": "127.0.0.1", "port": 0, "clients": [{"address": "127.0.0.1",
+                                                           "secret": SECRET.decode()}],
+              "nas_identifier": "bng-test", "nas_ip_address": "192.0.2.254"}
+    config.update(cfg)
+    server = DynAuthServer.from_dict(config, handler)
+    await server.start()
+    return server
+
+
+def _decode_reply(request: rp.CoAPacket, raw: bytes) -> rp.Packet:
+    reply = request.CreateReply(packet=raw)
+    assert request.VerifyReply(reply, raw)
+    return reply
+
+
+@run
+async def test_disconnect_ack():
+    handler = _Handler()
+    server = await _server(handler)
+    try:
+        req = _request(Acct_Session_Id="S1", User_Name="alice@lab.test",
+                       Framed_IP_Address="100.64.0.10", Calling_Station_Id="02:00:00:00:00:01",
+                       NAS_Port_Id="1:100.200", NAS_Identifier="bng-test",
+                       Event_Timestamp=1_700_000_000)
+        [raw] = await _exchange(server.port, req.RequestPacket())
+        reply = _decode_reply(req, raw)
+        assert reply.code == rp.DisconnectACK
+        [call] = handler.calls
+        assert call == DynAuthRequest(kind="disconnect", acct_session_id="S1",
+                                      username="alice@lab.test",
+                                      framed_ip=ipaddress.IPv4Address("100.64.0.10"),
+                                      client_mac="02:00:00:00:00:01", nas_port_id="1:100.200")
+        assert server.counters.disconnect_ack == 1
+    finally:
+        await server.close()
+
+
+@run
+async def test_coa_carries_new_authorization_and_nak_cause():
+    handler = _Handler(answer=DynAuthError.SESSION_CONTEXT_NOT_FOUND)
+    server = await _server(handler)
+    try:
+        req = _request(rp.CoARequest, ma=True, Acct_Session_Id="S1", Filter_Id="20000/5000",
+                       Session_Timeout=600, Idle_Timeout=60, Acct_Interim_Interval=120)
+        [raw] = await _exchange(server.port, req.RequestPacket())
+        reply = _decode_reply(req, raw)
+        assert reply.code == rp.CoANAK
+        assert int_value(reply, Attr.ERROR_CAUSE) == 503
+        assert reply.message_authenticator        # answered in kind, and verified above
+        new = handler.calls[0].new_auth
+        assert (new.rate_down_kbps, new.rate_up_kbps) == (20000, 5000)
+        assert (new.session_timeout, new.idle_timeout, new.interim_interval) == (600, 60, 120)
+        assert server.counters.coa_nak == 1 and server.counters.nak_causes == {503: 1}
+    finally:
+        await server.close()
+
+
+@run
+async def test_bad_authenticator_is_silently_dropped():
+    handler = _Handler()
+    server = await _server(handler)
+    try:
+        req = _request(secret=b"wrong-secret", Acct_Session_Id="S1")
+        assert await _exchange(server.port, req.RequestPacket(), wait=0.3) == []
+        raw = bytearray(_request(Acct_Session_Id="S1").RequestPacket())
+        raw[-1] ^= 1                                   # attribute changed in transit
+        assert await _exchange(server.port, bytes(raw), wait=0.3) == []
+        # a valid Request Authenticator but a wrong Message-Authenticator
+        req = _request(ma=True, Acct_Session_Id="S1")
+        req.RequestPacket()
+        req[80] = [b"\x00" * 16]
+        req.message_authenticator = False
+        assert await _exchange(server.port, req.RequestPacket(), wait=0.3) == []
+        assert handler.calls == [] and server.counters.bad_authenticator == 3
+    finally:
+        await server.close()
+
+
+@run
+async def test_unknown_client_dropped():
+    handler = _Handler()
+    server = await _server(handler, clients=[{"address": "192.0.2.1", "secret": "x"}])
+    try:
+        assert await _exchange(server.port, _request(Acct_Session_Id="S").RequestPacket(),
+                               wait=0.3) == []
+        assert server.counters.unknown_client == 1 and handler.calls == []
+    finally:
+        await server.close()
+
+
+@run
+async def test_duplicate_gets_cached_reply_handler_runs_once():
+    handler = _Handler()
+    server = await _server(handler)
+    try:
+        raw = _request(Acct_Session_Id="S1").RequestPacket()
+        loop = asyncio.get_running_loop()
+        transport, client = await loop.create_datagram_endpoint(
+            _Client, remote_addr=("127.0.0.1", server.port))
+        try:
+            transport.sendto(raw)
+            transport.sendto(raw)                     # while the handler runs: dropped
+            first = await asyncio.wait_for(client.replies.get(), 1)
+            transport.sendto(raw)                     # after: the cached answer
+            second = await asyncio.wait_for(client.replies.get(), 1)
+        finally:
+            transport.close()
+        assert first == second
+        assert len(handler.calls) == 1 and server.counters.duplicates == 2
+    finally:
+        await server.close()
+
+
+async def _nak_cause(server, req) -> tuple[int, int]:
+    [raw] = await _exchange(server.port, req.RequestPacket())
+    reply = _decode_reply(req, raw)
+    return reply.code, int_value(reply, Attr.ERROR_CAUSE)
+
+
+@run
+async def test_refusals_before_the_handler():
+    handler = _Handler()
+    server = await _server(handler)
+    try:
+        assert await _nak_cause(server, _request(Acct_Session_Id="S", NAS_Identifier="other")) \
+            == (rp.DisconnectNAK, 403)
+        assert await _nak_cause(server, _request(Acct_Session_Id="S",
+                                                 NAS_IP_Address="192.0.2.1")) \
+            == (rp.DisconnectNAK, 403)
+        assert await _nak_cause(server, _request(NAS_Identifier="bng-test")) \
+            == (rp.DisconnectNAK, 402)
+        assert await _nak_cause(server, _request(rp.CoARequest, Acct_Session_Id="S",
+                                                 Framed_Pool="other")) == (rp.CoANAK, 401)
+        assert await _nak_cause(server, _request(Acct_Session_Id="S", Filter_Id="1/1")) \
+            == (rp.DisconnectNAK, 401)               # no authorization in a Disconnect
+        assert await _nak_cause(server, _request(rp.CoARequest, Acct_Session_Id="S",
+                                                 Filter_Id="gold-acl")) == (rp.CoANAK, 407)
+        assert await _nak_cause(server, _request(rp.CoARequest, Acct_Session_Id="S",
+                                                 Service_Type=17)) == (rp.CoANAK, 405)
+        assert handler.calls == []
+    finally:
+        await server.close()
+
+
+@run
+async def test_handler_exception_is_nak_506():
+    handler = _Handler(exc=RuntimeError("boom"))
+    server = await _server(handler)
+    try:
+        assert await _nak_cause(server, _request(rp.CoARequest, User_Name="u")) \
+            == (rp.CoANAK, 506)
+        assert server.counters.handler_errors == 1
+    finally:
+        await server.close()
+
+
+@run
+async def test_success_cause_rides_on_ack():
+    handler = _Handler(answer=DynAuthError.RESIDUAL_SESSION_CONTEXT_REMOVED)
+    server = await _server(handler)
+    try:
+        assert await _nak_cause(server, _request(User_Name="u")) == (rp.DisconnectACK, 201)
+    finally:
+        await server.close()
