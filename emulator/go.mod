@@ -1,0 +1,3 @@
+module p4bng/emulator
+
+go 1.19
