@@ -10,7 +10,10 @@ log() { printf '[setup] %s\n' "$*"; }
 
 [ "$(id -u)" = 0 ] || { echo "setup must run as root (apt, namespaces, veth)" >&2; exit 1; }
 
-APT_PKGS=(dpdk libdpdk-dev dpdk-doc iputils-ping pkg-config gcc make libpcap-dev iproute2 ethtool tcpdump python3 python3-venv python3-pip xz-utils ca-certificates)
+# freeradius(-utils): the real RADIUS server and radclient the AAA tests run;
+# xl2tpd, l2tpns: third-party L2TP peers for the interop tests.
+APT_PKGS=(dpdk libdpdk-dev dpdk-doc iputils-ping pkg-config gcc make libpcap-dev iproute2 ethtool tcpdump
+          python3 python3-venv python3-pip xz-utils ca-certificates freeradius freeradius-utils)
 missing=()
 for p in "${APT_PKGS[@]}"; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then
@@ -58,7 +61,7 @@ if [ ! -x .venv/bin/python ]; then
   log "python venv .venv"
   python3 -m venv .venv
 fi
-if ! .venv/bin/python -c "import bng_switch, p4.v1.p4runtime_pb2, grpc, scapy, pytest" 2>/dev/null; then
+if ! .venv/bin/python -c "import bng_switch, bng_controller.aaa, p4.v1.p4runtime_pb2, grpc, scapy, pytest, pyrad, Crypto, prometheus_client, hypothesis, atheris" 2>/dev/null; then
   log "pip: project and test dependencies"
   .venv/bin/pip install -q --upgrade pip
   .venv/bin/pip install -q -e ".[test]"

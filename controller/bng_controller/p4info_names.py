@@ -38,6 +38,8 @@ class P4InfoNames:
         self._meters = _index(p.meters, "meter")
         self._registers = _index(p.registers, "register")
         self._headers = {h.preamble.name: h for h in p.controller_packet_metadata}
+        self._by_id = {it.preamble.id: it for group in (p.tables, p.actions, p.counters, p.meters,
+                                                        p.registers) for it in group}
 
     @staticmethod
     def _get(index: dict, name: str, kind: str):
@@ -46,6 +48,22 @@ class P4InfoNames:
         except KeyError:
             known = sorted({k for k in index if "." not in k})
             raise UnknownName(f"no {kind} named {name!r} in the P4Info (known: {', '.join(known)})") from None
+
+    def by_id(self, obj_id: int):
+        try:
+            return self._by_id[obj_id]
+        except KeyError:
+            raise UnknownName(f"no P4Info object with id {obj_id}") from None
+
+    def table_by_id(self, table_id: int) -> p4info_pb2.Table:
+        return self.by_id(table_id)
+
+    def action_by_id(self, action_id: int) -> p4info_pb2.Action:
+        return self.by_id(action_id)
+
+    def table_name(self, table_id: int) -> str:
+        """The short name of a table (its P4 name without the control path)."""
+        return _short(self.by_id(table_id).preamble.name)
 
     def table(self, name: str) -> p4info_pb2.Table:
         return self._get(self._tables, name, "table")

@@ -19,18 +19,7 @@ from p4.v1 import p4runtime_pb2 as p4r
 from p4.v1 import p4runtime_pb2_grpc
 
 from .p4info_names import P4InfoNames
-
-Value = int | bytes
-
-
-def encode(value: Value, bitwidth: int) -> bytes:
-    """Canonical P4Runtime bytestring for an int (or bytes, passed through)."""
-    if isinstance(value, bytes):
-        return value
-    if value < 0 or value >> bitwidth:
-        raise ValueError(f"value {value} does not fit in {bitwidth} bits")
-    return value.to_bytes(max(1, (value.bit_length() + 7) // 8), "big")
-
+from .p4runtime_entries import EntryBuilder, Value, encode
 
 @dataclass
 class UpdateError:
@@ -148,36 +137,8 @@ class P4RuntimeClient:
     def table_entry(self, table: str, match: dict[str, object] | None = None, action: str | None = None,
                     params: dict[str, Value] | None = None, priority: int = 0,
                     default: bool = False) -> p4r.TableEntry:
-        """match values: int/bytes (exact), (value, prefix_len) for LPM,
-        (value, mask) for ternary, per the field's match type."""
-        n = self.names
-        t = n.table(table)
-        te = p4r.TableEntry(table_id=t.preamble.id, priority=priority, is_default_action=default)
-        mt = p4info_pb2.MatchField
-        for fname, v in (match or {}).items():
-            mf = n.match_field(table, fname)
-            # P4Runtime: a wildcard (LPM /0, ternary mask 0) is an omitted field
-            if (mf.match_type == mt.LPM and v[1] == 0) or (mf.match_type == mt.TERNARY and v[1] == 0):
-                continue
-            fm = te.match.add(field_id=mf.id)
-            if mf.match_type == mt.EXACT:
-                fm.exact.value = encode(v, mf.bitwidth)
-            elif mf.match_type == mt.LPM:
-                fm.lpm.value, fm.lpm.prefix_len = encode(v[0], mf.bitwidth), v[1]
-            elif mf.match_type == mt.TERNARY:
-                fm.ternary.value, fm.ternary.mask = encode(v[0], mf.bitwidth), encode(v[1], mf.bitwidth)
-            elif mf.match_type == mt.OPTIONAL:
-                fm.optional.value = encode(v, mf.bitwidth)
-            else:
-                raise ValueError(f"match type {mf.match_type} of {fname} not supported")
-        if action is not None:
-            a = n.action(action)
-            act = te.action.action
-            act.action_id = a.preamble.id
-            for pname, v in (params or {}).items():
-                p = n.param(action, pname)
-                act.params.add(param_id=p.id, value=encode(v, p.bitwidth))
-        return te
+        """See EntryBuilder.table_entry."""
+        return EntryBuilder(self.names).table_entry(table, match, action, params, priority, default)
 
     # ---- write / read ----
     def write(self, updates: Iterable[tuple[int, p4r.Entity | p4r.TableEntry]]) -> None:

@@ -1,0 +1,119 @@
+"""bng-controller: python -m bng_controller --config configs/controller/pppoe.yaml
+
+Signals: SIGTERM/SIGINT stop the controller (sessions are terminated with
+LCP Terminate-Request and PADT, or kept for the next controller when
+`sessions.shutdown: keep`); SIGHUP reloads the local subscriber file.
+A crash or SIGKILL keeps every session: the next start takes them over.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import signal
+import sys
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line, for log shippers."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        d = {"ts": round(record.created, 3), "level": record.levelname.lower(), "logger": record.name,
+             "msg": record.getMessage()}
+        if record.exc_info:
+            d["exc"] = self.formatException(record.exc_info)
+        return json.dumps(d)
+
+
+def setup_logging(level: str, fmt: str) -> None:
+    h = logging.StreamHandler(sys.stdout)
+    if fmt == "json":
+        h.setFormatter(JsonFormatter())
+    else:
+        h.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=getattr(logging, level.upper()), handlers=[h], force=True)
+
+
+async def amain(args: argparse.Namespace) -> int:
+    from . import config as config_mod
+    from .aaa import make_backend
+    from .api import ApiServer
+    from .controller import BngController
+    from .metrics import start_metrics
+
+    cfg = config_mod.load(args.config)
+    if args.state_dir:
+        cfg.state_dir = args.state_dir
+    setup_logging(args.log_level or cfg.log_level, cfg.log_format)
+    log = logging.getLogger("bng")
+    aaa = make_backend(cfg.aaa)
+    ctl = BngController(cfg, aaa)
+    if cfg.l2tp:
+        from .l2tp.service import L2tpService
+        ctl.l2tp = L2tpService(ctl, cfg.l2tp)
+    if cfg.ipv6.enabled:
+        from .ipv6.responder import Ipv6Responder
+        ctl.ipv6 = Ipv6Responder(ctl)
+        ctl.sessions.ipv6 = ctl.ipv6
+    stop = asyncio.Event()
+    terminate = cfg.sessions.shutdown == "terminate"
+    loop = asyncio.get_running_loop()
+
+    def on_stop(*_):
+        stop.set()
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, on_stop)
+    if hasattr(aaa, "reload"):
+        loop.add_signal_handler(signal.SIGHUP, lambda: aaa.reload())
+
+    api = ApiServer(ctl, cfg.api_socket, stop)
+    await api.start()
+    dynauth = None
+    if cfg.dynauth.listen:
+        from .aaa.dynauth import DynAuthServer
+        dynauth = DynAuthServer.from_config(cfg.dynauth, ctl.sessions.dynauth)
+        await dynauth.start()
+    if cfg.metrics_listen:
+        start_metrics(ctl, cfg.metrics_listen)
+    if hasattr(aaa, "accounting_on"):
+        try:
+            await aaa.accounting_on()
+        except Exception as e:
+            log.warning("Accounting-On: %s", e)
+    log.info("bng-controller %s starting: switch %s, api %s", cfg.name, cfg.switch.address, cfg.api_socket)
+    run = asyncio.create_task(ctl.run(stop))
+    await stop.wait()
+    keep = api.keep_sessions or not terminate
+    log.info("stopping (%s sessions)", "keeping" if keep else "terminating")
+    await ctl.shutdown(terminate=not keep)
+    run.cancel()
+    if dynauth is not None:
+        await dynauth.stop()
+    await api.stop()
+    if not keep and hasattr(aaa, "accounting_off"):
+        try:
+            await aaa.accounting_off()
+        except Exception as e:
+            log.warning("Accounting-Off: %s", e)
+    if hasattr(aaa, "flush"):
+        await aaa.flush(5.0)
+    await aaa.close()
+    return 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(prog="bng-controller", description=__doc__.splitlines()[0])
+    ap.add_argument("--config", required=True, help="controller YAML (see configs/controller/)")
+    ap.add_argument("--state-dir", help="override state_dir (session store, discovery secret)")
+    ap.add_argument("--log-level", help="override log_level")
+    args = ap.parse_args()
+    try:
+        return asyncio.run(amain(args))
+    except KeyboardInterrupt:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,200 @@
+"""The controller's configuration file (YAML), checked as it is read.
+
+Every section maps to a dataclass here; an unknown key or a bad value
+fails at start-up with the path of the setting (`ppp.echo_intervall:
+unknown setting`), never later at the first subscriber. The annotated
+example is configs/controller/pppoe.yaml.
+"""
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .ip_pool import PoolConfig
+from .ppp.lcp import LcpConfig
+from .ppp.link import LinkConfig
+from .pppoe.codec import mac_bytes
+from .pppoe.discovery import DiscoveryConfig
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class ConfigError(ValueError):
+    pass
+
+
+def _fill(obj: Any, d: dict | None, path: str) -> Any:
+    """Set obj's dataclass fields from d, refusing unknown keys."""
+    names = {f.name for f in fields(obj)}
+    for k, v in (d or {}).items():
+        if k not in names:
+            raise ConfigError(f"{path}.{k}: unknown setting (known: {', '.join(sorted(names))})")
+        setattr(obj, k, v)
+    return obj
+
+
+@dataclass
+class SwitchConfig:
+    address: str = "127.0.0.1:9559"
+    device_id: int = 1
+    election_id: int = 10                 # highest wins; a standby controller uses a lower one
+
+
+@dataclass
+class PipelineConfig:
+    build_dir: str = "p4src/build/bng"    # P4Info, device config and enums of the program
+    program: str = "bng"
+    push: str = "auto"                    # auto: only if the switch does not run it already; always; never
+
+    def path(self, suffix: str) -> Path:
+        d = Path(self.build_dir)
+        if not d.is_absolute():
+            d = ROOT / d
+        return d / f"{self.program}.{suffix}"
+
+
+@dataclass
+class CoreInterface:
+    port: int
+    ipv4: ipaddress.IPv4Interface
+    gateway: ipaddress.IPv4Address | None = None
+    vlan: int = 0
+    ipv6: ipaddress.IPv6Interface | None = None
+    gateway6: ipaddress.IPv6Address | None = None
+
+
+@dataclass
+class StaticRoute:
+    prefix: ipaddress.IPv4Network
+    via: ipaddress.IPv4Address
+
+
+@dataclass
+class Ipv6Config:
+    enabled: bool = True
+    wan_pool: ipaddress.IPv6Network | None = None   # carved into /64s, one per session (SLAAC)
+    pd_pool: ipaddress.IPv6Network | None = None    # carved into pd_length prefixes (DHCPv6-PD)
+    pd_length: int = 64
+    dns: list[ipaddress.IPv6Address] = field(default_factory=list)
+    ra_interval: float = 200.0                       # unsolicited RAs (RFC 4861 MaxRtrAdvInterval)
+    preferred_lifetime: int = 3600
+    valid_lifetime: int = 7200
+
+
+@dataclass
+class SessionsConfig:
+    max_sessions: int = 60000
+    max_sessions_per_line: int = 0        # 0: no limit
+    mss_clamp: str | int = "auto"         # auto: MRU - 40; 0: off; or a value
+    setup_timeout: float = 60.0           # PADS to network up
+    shutdown: str = "terminate"           # SIGTERM: terminate sessions (LCP + PADT) or keep them
+
+
+@dataclass
+class AccountingConfig:
+    interim_interval: int = 300           # when AAA does not say (Acct-Interim-Interval)
+    tick: float = 5.0                     # how often due interims and idle timers are checked
+
+
+@dataclass
+class DynAuthConfig:
+    listen: str = ""                      # "127.0.0.1:3799"; empty: no CoA/DM server
+    clients: list[dict] = field(default_factory=list)   # [{address, secret}]
+    nas_identifier: str = ""
+
+
+@dataclass
+class ControllerConfig:
+    name: str = "bng"
+    switch: SwitchConfig = field(default_factory=SwitchConfig)
+    pipeline: PipelineConfig = field(default_factory=PipelineConfig)
+    state_dir: str = "/var/lib/bng-controller"
+    bng_mac: bytes = field(default_factory=lambda: mac_bytes("02:bb:00:00:00:01"))
+    access_ports: list[int] = field(default_factory=list)
+    core: list[CoreInterface] = field(default_factory=list)
+    routes: list[StaticRoute] = field(default_factory=list)
+    pppoe: DiscoveryConfig = field(default_factory=DiscoveryConfig)
+    ppp: LinkConfig = field(default_factory=LinkConfig)
+    pools: list[PoolConfig] = field(default_factory=list)
+    default_pool: str | None = None
+    ipv6: Ipv6Config = field(default_factory=Ipv6Config)
+    sessions: SessionsConfig = field(default_factory=SessionsConfig)
+    aaa: dict = field(default_factory=lambda: {"backend": "local", "local": {"subscribers": "configs/subscribers.yaml"}})
+    accounting: AccountingConfig = field(default_factory=AccountingConfig)
+    dynauth: DynAuthConfig = field(default_factory=DynAuthConfig)
+    api_socket: str = "/run/bng-controller/api.sock"
+    metrics_listen: str = "127.0.0.1:9101"   # empty: no Prometheus endpoint
+    log_level: str = "info"
+    log_format: str = "text"              # text or json (one object per line)
+    l2tp: dict = field(default_factory=dict)   # LAC/LNS (l2tp/config.py)
+
+    @property
+    def state_path(self) -> Path:
+        return Path(self.state_dir)
+
+
+def _core(d: dict, path: str) -> CoreInterface:
+    c = _fill(CoreInterface(port=0, ipv4=ipaddress.IPv4Interface("0.0.0.0/32")), d, path)
+    c.ipv4 = ipaddress.IPv4Interface(c.ipv4)
+    c.gateway = ipaddress.IPv4Address(c.gateway) if c.gateway else None
+    c.ipv6 = ipaddress.IPv6Interface(c.ipv6) if c.ipv6 else None
+    c.gateway6 = ipaddress.IPv6Address(c.gateway6) if c.gateway6 else None
+    return c
+
+
+def _ppp(d: dict) -> LinkConfig:
+    d = dict(d or {})
+    lcp_keys = {f.name for f in fields(LcpConfig)}
+    lcp = LcpConfig.from_dict({k: d.pop(k) for k in list(d) if k in lcp_keys})
+    return _fill(LinkConfig(lcp=lcp), d, "ppp")
+
+
+def _ipv6(d: dict) -> Ipv6Config:
+    c = _fill(Ipv6Config(), d, "ipv6")
+    c.wan_pool = ipaddress.IPv6Network(c.wan_pool) if c.wan_pool else None
+    c.pd_pool = ipaddress.IPv6Network(c.pd_pool) if c.pd_pool else None
+    c.dns = [ipaddress.IPv6Address(x) for x in c.dns]
+    if not 48 <= c.pd_length <= 64:
+        raise ConfigError("ipv6.pd_length: must be 48..64")
+    return c
+
+
+def load(path: str | Path) -> ControllerConfig:
+    raw = yaml.safe_load(Path(path).read_text()) or {}
+    return from_dict(raw)
+
+
+def from_dict(raw: dict) -> ControllerConfig:
+    c = ControllerConfig()
+    raw = dict(raw)
+    try:
+        c.switch = _fill(SwitchConfig(), raw.pop("switch", None), "switch")
+        c.pipeline = _fill(PipelineConfig(), raw.pop("pipeline", None), "pipeline")
+        c.core = [_core(x, f"core[{i}]") for i, x in enumerate(raw.pop("core", []) or [])]
+        c.routes = [StaticRoute(ipaddress.IPv4Network(r["prefix"]), ipaddress.IPv4Address(r["via"]))
+                    for r in raw.pop("routes", []) or []]
+        c.pppoe = DiscoveryConfig.from_dict(raw.pop("pppoe", None) or {})
+        c.ppp = _ppp(raw.pop("ppp", None))
+        c.pools = [PoolConfig.from_dict(n, d) for n, d in (raw.pop("pools", None) or {}).items()]
+        c.ipv6 = _ipv6(raw.pop("ipv6", None))
+        c.sessions = _fill(SessionsConfig(), raw.pop("sessions", None), "sessions")
+        c.accounting = _fill(AccountingConfig(), raw.pop("accounting", None), "accounting")
+        c.dynauth = _fill(DynAuthConfig(), raw.pop("dynauth", None), "dynauth")
+        if "bng_mac" in raw:
+            raw["bng_mac"] = mac_bytes(raw["bng_mac"])
+        _fill(c, raw, "config")
+    except ConfigError:
+        raise
+    except (ValueError, KeyError, TypeError) as e:
+        raise ConfigError(f"bad configuration: {e}") from e
+    if not c.pools:
+        raise ConfigError("pools: at least one IPv4 pool is needed")
+    if c.default_pool and c.default_pool not in {p.name for p in c.pools}:
+        raise ConfigError(f"default_pool: no pool named {c.default_pool!r}")
+    if c.sessions.shutdown not in ("terminate", "keep"):
+        raise ConfigError("sessions.shutdown: terminate or keep")
+    return c

@@ -1,0 +1,413 @@
+"""The BNG controller: one switch, its punted packets, its subscribers.
+
+On every (re)connection to the switch the controller makes the switch
+match what it knows, by diffing desired against actual entries:
+  - the pipeline is pushed only if the switch does not already run it
+    (same cookie), so a controller restart keeps the tables and counters;
+  - the infrastructure (ports, the BNG's addresses, routes, lines) and
+    every known session's entries are inserted where missing, corrected
+    where different, and entries nobody owns are deleted;
+  - PPPoE sessions found in the switch that no longer exist here get a
+    PADT, so their CPEs redial instead of talking into the void.
+After a controller crash the sessions come from the session store; after a
+switch restart they come from memory. Either way the peers never notice.
+"""
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import ipaddress
+import json
+import logging
+import os
+import random
+import time
+from pathlib import Path
+
+from google.protobuf import text_format
+from p4.config.v1 import p4info_pb2
+from p4.v1 import p4runtime_pb2 as p4r
+
+from . import icmp
+from .aaa.base import AaaBackend, TerminateCause
+from .arp import ArpAgent, Neighbor
+from .config import ControllerConfig
+from .dataplane import BngTables
+from .ip_pool import PoolSet
+from .lines import IndexAllocator
+from .p4info_names import P4InfoNames
+from .p4runtime_async import AsyncP4RuntimeClient, PacketIn, deletes, inserts, modifies
+from .ppp.codec import PPP_IPV4
+from .pppoe import codec as pppoe
+from .pppoe.discovery import PppoeDiscovery
+from .session_manager import SessionManager
+from .session_store import SessionStore
+
+log = logging.getLogger("bng.controller")
+
+# Punt policer rates (packets/s) by punt reason; the rest get DEFAULT.
+PUNT_RATES = {"PPPOE_DISCOVERY": 2000, "PPP_CONTROL": 20000, "L2TP_CONTROL": 10000,
+              "L2TP_PPP_CONTROL": 20000, "ARP": 500, "LOCAL_IPV4": 1000, "LOCAL_IPV6": 1000,
+              "SUBSCRIBER_IPV6_CONTROL": 5000, "TTL_EXPIRED": 200}
+PUNT_RATE_DEFAULT = 1000
+
+
+def entry_key(e: p4r.TableEntry) -> bytes:
+    """Identity of a table entry: table, match (by field id) and priority."""
+    m = sorted((fm.field_id, fm.SerializeToString(deterministic=True)) for fm in e.match)
+    return repr((e.table_id, m, e.priority)).encode()
+
+
+def action_key(e: p4r.TableEntry) -> bytes:
+    a = e.action.action
+    return repr((a.action_id, sorted((p.param_id, p.value) for p in a.params))).encode()
+
+
+class BngController:
+    def __init__(self, cfg: ControllerConfig, aaa: AaaBackend, clock=time.monotonic):
+        self.cfg = cfg
+        self.aaa = aaa
+        self.clock = clock
+        pc = cfg.pipeline
+        self.p4info = text_format.Parse(pc.path("p4info.txtpb").read_text(), p4info_pb2.P4Info())
+        self.device_config = pc.path("device_config.json").read_bytes()
+        enums = json.loads(pc.path("enums.json").read_text())
+        self.punt_reasons: dict[int, str] = {v: k for k, v in enums["PuntReason_t"]["members"].items()}
+        self.punt_values = enums["PuntReason_t"]["members"]
+        self.drop_reasons: dict[int, str] = {v: k for k, v in enums["DropReason_t"]["members"].items()}
+        self.cookie = int.from_bytes(hashlib.sha256(self.p4info.SerializeToString(deterministic=True)
+                                                    + self.device_config).digest()[:8], "big") >> 1
+        self.names = P4InfoNames(self.p4info)
+        self.tables = BngTables(self.names)
+        sw = cfg.switch
+        self.switch = AsyncP4RuntimeClient(sw.address, sw.device_id, (0, sw.election_id), self.on_packet_in)
+        self.switch.use_p4info(self.p4info)
+        cfg.state_path.mkdir(parents=True, exist_ok=True)
+        self.store = SessionStore(cfg.state_path / "sessions.db")
+        secret = self.store.get_meta("discovery_secret")
+        if secret is None:
+            secret = os.urandom(32).hex()
+            self.store.set_meta("discovery_secret", secret)
+        self.pools = PoolSet(cfg.pools, cfg.default_pool)
+        n_idx = self.names.counter("session_up").size
+        self.sessions = SessionManager(cfg, self.tables, self.switch, aaa, self.pools, self.store,
+                                       bytes.fromhex(secret), n_session_indices=n_idx, clock=clock)
+        self.arp = ArpAgent(cfg.bng_mac, on_resolved=self._neighbor_changed)
+        self.nexthop_ids = IndexAllocator(1, self.names.table("nexthop").size - 1, "next hops")
+        self.nexthops: dict[ipaddress.IPv4Address, int] = {}
+        self.core_addresses: dict[int, ipaddress.IPv4Address] = {}
+        self.local_v4: set[ipaddress.IPv4Address] = set()
+        self.punts: dict[str, int] = {}
+        self.unhandled_punts = 0
+        self._restored = False
+        self._tasks: list[asyncio.Task] = []
+        self._switch_task: asyncio.Task | None = None
+        self._dataplane_cache: dict = {}
+        self.started = time.time()
+        self.l2tp = None          # l2tp.L2tpService when configured
+        self.ipv6 = None
+        self._setup_core()
+
+    # ------------------------------------------------------------------
+    def _setup_core(self) -> None:
+        for c in self.cfg.core:
+            self.core_addresses[c.port] = c.ipv4.ip
+            self.arp.addresses.setdefault(c.port, set()).add(c.ipv4.ip)
+            self.local_v4.add(c.ipv4.ip)
+            if c.gateway is not None:
+                self._watch_nexthop(c.gateway)
+        for r in self.cfg.routes:
+            self._watch_nexthop(r.via)
+        for p in self.cfg.pools:
+            self.local_v4.add(p.gateway)
+
+    def _core_for(self, addr: ipaddress.IPv4Address):
+        for c in self.cfg.core:
+            if addr in c.ipv4.network:
+                return c
+        raise ValueError(f"next hop {addr} is on no core interface's subnet")
+
+    def _watch_nexthop(self, addr: ipaddress.IPv4Address) -> None:
+        if addr in self.nexthops:
+            return
+        c = self._core_for(addr)
+        self.nexthops[addr] = self.nexthop_ids.allocate()
+        self.arp.watch(addr, c.port, c.vlan, c.ipv4.ip)
+
+    def _neighbor_changed(self, n: Neighbor) -> None:
+        if self.switch.connected.is_set():
+            asyncio.get_running_loop().create_task(self._write_nexthop(n))
+
+    async def _write_nexthop(self, n: Neighbor) -> None:
+        nh = self.nexthops[n.addr]
+        entry = self.tables.nexthop(nh, n.port, int.from_bytes(self.cfg.bng_mac, "big"),
+                                    int.from_bytes(n.mac or b"\0" * 6, "big"), n.vlan)
+        if n.mac is None:
+            errors = await self.switch.write(deletes([entry]))
+        else:
+            errors = await self.switch.write(modifies([entry]))
+            if errors and errors[0].code.name == "NOT_FOUND":
+                errors = await self.switch.write(inserts([entry]))
+        if errors and errors[0].code.name != "NOT_FOUND":
+            log.error("next hop %s: %s", n.addr, errors[0].message)
+        else:
+            log.info("next hop %s is %s", n.addr, pppoe.mac_str(n.mac) if n.mac else "unresolved")
+
+    # ------------------------------------------------------------------
+    def infrastructure_entries(self) -> list[p4r.TableEntry]:
+        t = self.tables
+        mac = int.from_bytes(self.cfg.bng_mac, "big")
+        out: list[p4r.TableEntry] = []
+        ports = sorted(set(self.cfg.access_ports) | {c.port for c in self.cfg.core}
+                       | set(self.l2tp.ports() if self.l2tp else ()))
+        for p in ports:
+            out += t.port(p, mac)
+        for a in sorted(self.local_v4 | (self.l2tp.local_addresses() if self.l2tp else set())):
+            out.append(t.local_ipv4(a))
+        if self.ipv6 is not None:
+            out += [t.local_ipv6(a) for a in self.ipv6.local_addresses()]
+        for pool in self.cfg.pools:
+            for net in pool.prefixes:
+                out.append(t.route_v4(net, 0))            # blackhole: unused pool addresses
+        for c in self.cfg.core:
+            if c.gateway is not None:
+                out.append(t.route_v4(ipaddress.IPv4Network("0.0.0.0/0"), self.nexthops[c.gateway]))
+                break
+        for r in self.cfg.routes:
+            out.append(t.route_v4(r.prefix, self.nexthops[r.via]))
+        for addr, nh in self.nexthops.items():
+            n = self.arp.neighbors[addr]
+            if n.mac is not None:
+                out.append(t.nexthop(nh, n.port, mac, int.from_bytes(n.mac, "big"), n.vlan))
+        for line in self.sessions.lines.by_id.values():
+            if line.installed:
+                out.append(t.line(line.port, line.s_vid, line.c_vid, line.line_id))
+        return out
+
+    async def _ensure_pipeline(self) -> bool:
+        """True if the switch already ran our pipeline (state kept)."""
+        mode = self.cfg.pipeline.push
+        current = await self.switch.get_pipeline()
+        same = current is not None and current.cookie.cookie == self.cookie
+        if mode == "never" or (mode == "auto" and same):
+            if not same:
+                log.warning("switch runs another pipeline and pipeline.push is never")
+            return same
+        log.info("pushing pipeline %s (cookie %x)", self.cfg.pipeline.program, self.cookie)
+        await self.switch.set_pipeline(self.p4info, self.device_config, self.cookie)
+        return False
+
+    async def on_connected(self) -> None:
+        kept = await self._ensure_pipeline()
+        actual = [e.table_entry for e in await self.switch.read(self.tables.table_read())
+                  if not e.table_entry.is_default_action]
+        line_map = self.tables.table_id("line_map")
+        for e in actual:
+            if e.table_id == line_map:
+                m = self.tables.b.match_values(e)
+                _, params = self.tables.b.action_params(e)
+                self.sessions.lines.restore(params["line_id"], m["port"], m["s_vid"], m["c_vid"], 0x8100)
+        if not self._restored:
+            self._restored = True
+            n = 0
+            for snap in self.store.load():
+                try:
+                    if self.sessions.restore(snap) is not None:
+                        n += 1
+                except Exception:
+                    log.exception("restoring session %s failed; it is dropped", snap.get("sid"))
+                    self.store.delete(snap.get("sid", 0))
+            if n:
+                log.info("restored %d sessions from %s", n, self.store.path)
+            if self.l2tp is not None:
+                await self.l2tp.restore()
+        await self._reconcile(actual)
+        await self._configure_meters(kept)
+        log.info("switch %s ready: %d sessions, pipeline %s", self.cfg.switch.address, len(self.sessions.subs),
+                 "kept" if kept else "pushed")
+
+    async def _reconcile(self, actual: list[p4r.TableEntry]) -> None:
+        desired = self.infrastructure_entries() + self.sessions.desired_session_entries()
+        if self.l2tp is not None:
+            desired += self.l2tp.desired_entries()
+        want = {entry_key(e): e for e in desired}
+        have = {entry_key(e): e for e in actual}
+        ins = [e for k, e in want.items() if k not in have]
+        mod = [e for k, e in want.items() if k in have and action_key(have[k]) != action_key(e)]
+        dels = [e for k, e in have.items() if k not in want]
+        self._padt_orphans(dels)
+        for kind, batch in (("delete", deletes(dels)), ("insert", inserts(ins)), ("modify", modifies(mod))):
+            for i in range(0, len(batch), 2000):
+                errors = await self.switch.write(batch[i:i + 2000])
+                for err in errors[:5]:
+                    log.error("reconcile %s: %s", kind, err.message)
+        if ins or mod or dels:
+            log.info("reconciled the switch: %d inserted, %d modified, %d deleted", len(ins), len(mod), len(dels))
+
+    def _padt_orphans(self, stale: list[p4r.TableEntry]) -> None:
+        sid_table = self.tables.table_id("pppoe_session")
+        for e in stale:
+            if e.table_id != sid_table:
+                continue
+            m = self.tables.b.match_values(e)
+            line = self.sessions.lines.by_id.get(m["line_id"])
+            if line is None:
+                continue
+            l2 = pppoe.L2Header(dst=m["src_mac"].to_bytes(6, "big"), src=self.cfg.bng_mac, s_vid=line.s_vid,
+                                c_vid=line.c_vid, s_tpid=line.s_tpid)
+            self.switch.packet_out(pppoe.discovery_frame(l2, PppoeDiscovery.padt(
+                m["session_id"], "session lost by the BNG")), line.port)
+            self.sessions.counters["pppoe PADT sent for orphan session"] += 1
+
+    async def _configure_meters(self, kept: bool) -> None:
+        t = self.tables
+        updates = []
+        for name, value in self.punt_values.items():
+            if name == "NONE":
+                continue
+            rate = PUNT_RATES.get(name, PUNT_RATE_DEFAULT)
+            updates.append(t.b.meter_entry("punt_meter", value, cir=rate, cburst=max(rate // 10, 50)))
+        if not kept:
+            updates += self.sessions.desired_meters()
+        errors = await self.switch.write(modifies(updates))
+        for e in errors[:5]:
+            log.error("meter config: %s", e.message)
+
+    # ------------------------------------------------------------------
+    def on_packet_in(self, pin: PacketIn) -> None:
+        md = pin.metadata
+        reason = self.punt_reasons.get(md.get("reason", 0), "UNKNOWN")
+        self.punts[reason] = self.punts.get(reason, 0) + 1
+        port = md.get("ingress_port", 0)
+        frame = pin.payload
+        s = self.sessions
+        if reason == "PPP_CONTROL":
+            s.on_ppp_control(port, md.get("line_id", 0), frame)
+        elif reason == "PPPOE_DISCOVERY":
+            s.on_discovery(port, frame)
+        elif reason == "ARP":
+            reply = self.arp.handle(port, frame, self.clock())
+            if reply is not None:
+                self.switch.packet_out(reply, port)
+        elif reason in ("LOCAL_IPV4", "TTL_EXPIRED"):
+            self._ipv4_to_us(reason, port, md, frame)
+        elif reason in ("L2TP_CONTROL", "L2TP_PPP_CONTROL") and self.l2tp is not None:
+            self.l2tp.on_packet_in(reason, port, md, frame)
+        elif reason in ("LOCAL_IPV6", "SUBSCRIBER_IPV6_CONTROL") and self.ipv6 is not None:
+            self.ipv6.on_packet_in(reason, port, md, frame)
+        else:
+            self.unhandled_punts += 1
+
+    def _ipv4_to_us(self, reason: str, port: int, md: dict, frame: bytes) -> None:
+        """ICMP echo to the BNG and Time Exceeded, from the core or from a
+        subscriber (then inside its PPPoE session)."""
+        try:
+            l2, etype, off = pppoe.parse_l2(frame)
+            sub = None
+            if etype == pppoe.ETH_P_PPPOE_SESS:
+                sid, proto, ip = pppoe.parse_session(frame[off:])
+                if proto != PPP_IPV4:
+                    return
+                sub = self.sessions.find_pppoe(md.get("line_id", 0), sid, l2.src)
+                if sub is None:
+                    return
+            elif etype == pppoe.ETH_P_IPV4:
+                ip = frame[off:]
+            else:
+                return
+            if reason == "LOCAL_IPV4":
+                reply = icmp.echo_reply(ip, self.local_v4)
+            else:
+                src = (sub.link.ipv4.gateway if sub is not None and sub.link.ipv4 is not None
+                       else self.core_addresses.get(port))
+                reply = icmp.time_exceeded(ip, src) if src is not None else None
+        except (pppoe.CodecError, icmp.ParseError):
+            self.sessions.counters["malformed ipv4 punt"] += 1
+            return
+        if reply is None:
+            return
+        if sub is not None:
+            sub.transport.send_ppp(PPP_IPV4, reply)
+        else:
+            self.switch.packet_out(l2.reply_header(self.cfg.bng_mac).encode(pppoe.ETH_P_IPV4) + reply, port)
+
+    # ------------------------------------------------------------------
+    async def dataplane_counters(self) -> dict[str, dict[str, dict[str, int]]]:
+        """The switch's drop and punt counters by reason name."""
+        out: dict[str, dict[str, dict[str, int]]] = {"drops": {}, "punts": {}}
+        for counter, names in (("drops", self.drop_reasons), ("punts", self.punt_reasons)):
+            for e in await self.switch.read(self.tables.counter_read(counter)):
+                ce = e.counter_entry
+                name = names.get(ce.index.index)
+                if name is not None and name != "NONE":
+                    out[counter][name] = {"packets": ce.data.packet_count, "bytes": ce.data.byte_count}
+        return out
+
+    async def counters(self) -> dict:
+        s = self.sessions
+        out = {"controller": dict(sorted(s.counters.items())), "packet_in": dict(sorted(self.punts.items())),
+               "unhandled_punts": self.unhandled_punts, "p4runtime": dict(self.switch.stats),
+               "writer": dict(self.switch.writer.stats), "arp": vars(self.arp.stats)}
+        if self.switch.connected.is_set():
+            out["dataplane"] = await self.dataplane_counters()
+        if self.l2tp is not None:
+            out["l2tp"] = self.l2tp.counters()
+        return out
+
+    def stats_snapshot(self) -> dict:
+        """Plain copies for the metrics thread (which must not iterate the
+        loop's live dicts)."""
+        s = self.sessions
+        return {"sessions": s.sessions_by_state, "setups_total": s.setups_total,
+                "setup_times": list(s.setup_times), "events": dict(s.counters), "packet_in": dict(self.punts),
+                "packet_out": self.switch.stats["packet_out"], "connected": self.switch.connected.is_set(),
+                "pools": {n: (len(p.used), p.free) for n, p in self.pools.pools.items()},
+                "dataplane": self._dataplane_cache, "writer": dict(self.switch.writer.stats),
+                "l2tp": self.l2tp.counters() if self.l2tp is not None else {}}
+
+    async def _stats_loop(self) -> None:
+        while True:
+            await asyncio.sleep(5.0)
+            if self.switch.connected.is_set():
+                try:
+                    self._dataplane_cache = await self.dataplane_counters()
+                except Exception as e:
+                    log.debug("reading data plane counters: %s", e)
+
+    async def _arp_loop(self) -> None:
+        while True:
+            if self.switch.connected.is_set():
+                for frame, port in self.arp.tick(self.clock()):
+                    self.switch.packet_out(frame, port)
+            await asyncio.sleep(0.5)
+
+    async def _flush_loop(self) -> None:
+        while True:
+            await asyncio.sleep(0.2)
+            self.sessions.flush()
+
+    async def run(self, stop: asyncio.Event) -> None:
+        loop_tasks = [self.sessions.timers.run(), self.sessions.accounting_loop(), self._arp_loop(),
+                      self._flush_loop(), self._stats_loop()]
+        self._tasks = [asyncio.create_task(c) for c in loop_tasks]
+        self._switch_task = asyncio.create_task(self.switch.run(self.on_connected))
+        await stop.wait()
+
+    async def shutdown(self, terminate: bool) -> None:
+        if terminate and self.switch.connected.is_set():
+            log.info("terminating %d sessions", len(self.sessions.subs))
+            await self.sessions.terminate_all("BNG shutdown", TerminateCause.ADMIN_REBOOT)
+            if self.l2tp is not None:
+                await self.l2tp.shutdown()
+        self.sessions.flush()
+        self.switch.stop()
+        if self._switch_task is not None:
+            try:
+                await asyncio.wait_for(self._switch_task, 5)
+            except (asyncio.TimeoutError, Exception):
+                pass
+        for t in self._tasks:
+            t.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await asyncio.sleep(0)
+        self.store.close()

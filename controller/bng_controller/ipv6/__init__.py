@@ -1,0 +1,1 @@
+"""IPv6 for subscribers: router advertisements and DHCPv6 prefix delegation."""

@@ -1,0 +1,88 @@
+"""Prometheus metrics of the controller.
+
+Scrapes run in prometheus_client's HTTP thread, so the collector reads a
+snapshot that the controller's event loop hands over
+(`BngController.stats_snapshot()` through call_soon_threadsafe), never the
+loop's live dictionaries.
+"""
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+from typing import TYPE_CHECKING
+
+from prometheus_client import start_http_server
+from prometheus_client.core import REGISTRY, CounterMetricFamily, GaugeMetricFamily
+
+if TYPE_CHECKING:
+    from .controller import BngController
+
+
+class BngCollector:
+    def __init__(self, ctl: "BngController", loop: asyncio.AbstractEventLoop):
+        self.ctl = ctl
+        self.loop = loop
+
+    def _snapshot(self) -> dict:
+        fut: concurrent.futures.Future = concurrent.futures.Future()
+
+        def take():
+            try:
+                fut.set_result(self.ctl.stats_snapshot())
+            except Exception as e:
+                fut.set_exception(e)
+        self.loop.call_soon_threadsafe(take)
+        return fut.result(timeout=5)
+
+    def collect(self):
+        s = self._snapshot()
+        g = GaugeMetricFamily("bng_sessions", "Subscriber sessions by state", labels=["state"])
+        for state, n in s["sessions"].items():
+            g.add_metric([state], n)
+        yield g
+        yield CounterMetricFamily("bng_session_setups", "Sessions that reached the up state",
+                                  value=s["setups_total"])
+        xs = sorted(s["setup_times"])
+        q = GaugeMetricFamily("bng_session_setup_seconds", "Setup time (PADR to up) of recent sessions",
+                              labels=["quantile"])
+        for qq in (0.5, 0.95, 0.99):
+            if xs:
+                q.add_metric([str(qq)], xs[min(len(xs) - 1, int(qq * len(xs)))])
+        yield q
+        ev = CounterMetricFamily("bng_events", "Protocol events and errors, by kind", labels=["event"])
+        for name, n in s["events"].items():
+            ev.add_metric([name], n)
+        yield ev
+        pi = CounterMetricFamily("bng_packet_in", "Packets punted to the controller, by reason",
+                                 labels=["reason"])
+        for name, n in s["packet_in"].items():
+            pi.add_metric([name], n)
+        yield pi
+        yield CounterMetricFamily("bng_packet_out", "Packets the controller injected", value=s["packet_out"])
+        yield GaugeMetricFamily("bng_switch_connected", "1 when the P4Runtime stream is up",
+                                value=1 if s["connected"] else 0)
+        pools = GaugeMetricFamily("bng_pool_addresses", "IPv4 pool addresses", labels=["pool", "state"])
+        for name, (used, free) in s["pools"].items():
+            pools.add_metric([name, "used"], used)
+            pools.add_metric([name, "free"], free)
+        yield pools
+        dp = CounterMetricFamily("bng_dataplane_packets", "Data plane drops and punts by reason",
+                                 labels=["kind", "reason"])
+        for kind, reasons in s["dataplane"].items():
+            for reason, c in reasons.items():
+                dp.add_metric([kind, reason], c["packets"])
+        yield dp
+        w = s["writer"]
+        yield CounterMetricFamily("bng_p4runtime_write_rpcs", "Write RPCs sent to the switch", value=w["rpcs"])
+        yield CounterMetricFamily("bng_p4runtime_updates", "Table/meter/counter updates written",
+                                  value=w["updates"])
+        yield CounterMetricFamily("bng_p4runtime_update_errors", "Updates the switch refused", value=w["errors"])
+        for name, n in s["l2tp"].items():
+            if isinstance(n, (int, float)):
+                yield GaugeMetricFamily(f"bng_l2tp_{name}", f"L2TP {name.replace('_', ' ')}", value=n)
+
+
+def start_metrics(ctl: "BngController", listen: str) -> None:
+    host, port = listen.rsplit(":", 1)
+    REGISTRY.register(BngCollector(ctl, asyncio.get_running_loop()))
+    start_http_server(int(port), addr=host)

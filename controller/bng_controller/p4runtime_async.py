@@ -1,0 +1,321 @@
+"""The controller's connection to the switch: P4Runtime over grpc.aio.
+
+It becomes primary with its election id, keeps the StreamChannel open,
+hands PacketIns to a callback as they arrive, and sends PacketOuts from a
+queue so protocol code never waits for the network. Table writes go
+through `EntryWriter`, which coalesces everything submitted while the
+previous Write RPC was in flight into the next one: under load, batches
+grow by themselves; when idle, a write leaves at once.
+
+When the stream breaks (switch restart, network), `run()` reconnects with
+exponential back-off and calls `on_connected` again, so the owner can
+resynchronise the switch.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from typing import Awaitable, Callable
+
+import grpc
+from google.rpc import code_pb2
+from p4.config.v1 import p4info_pb2
+from p4.v1 import p4runtime_pb2 as p4r
+from p4.v1 import p4runtime_pb2_grpc
+
+from .p4info_names import P4InfoNames
+from .p4runtime_client import UpdateError, parse_write_error
+
+log = logging.getLogger("bng.p4runtime")
+
+MAX_BATCH = 4000
+
+
+class NotPrimary(Exception):
+    pass
+
+
+@dataclass
+class PacketIn:
+    payload: bytes
+    metadata: dict[str, int]
+
+
+@dataclass
+class _Pending:
+    updates: list[p4r.Update]
+    future: asyncio.Future = field(default_factory=lambda: asyncio.get_running_loop().create_future())
+
+
+class EntryWriter:
+    """Group commit on the client side: one Write RPC in flight, the next
+    one carries everything queued meanwhile. Updates keep their order, so
+    an INSERT followed by a DELETE of the same entry stays correct."""
+
+    def __init__(self, client: "AsyncP4RuntimeClient"):
+        self.client = client
+        self._queue: list[_Pending] = []
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task | None = None
+        self.stats = {"rpcs": 0, "updates": 0, "errors": 0, "rpc_time": 0.0}
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.create_task(self._run(), name="p4rt-writer")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except asyncio.CancelledError:
+                pass
+            self._task = None
+
+    async def write(self, updates: list[p4r.Update]) -> list[UpdateError]:
+        """Queue updates; returns the errors of those that failed (empty:
+        all applied). Raises grpc.RpcError if the RPC itself failed."""
+        if not updates:
+            return []
+        p = _Pending(updates)
+        self._queue.append(p)
+        self._wake.set()
+        return await p.future
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            while self._queue:
+                batch: list[_Pending] = []
+                n = 0
+                while self._queue and (n == 0 or n + len(self._queue[0].updates) <= MAX_BATCH):
+                    p = self._queue.pop(0)
+                    batch.append(p)
+                    n += len(p.updates)
+                t0 = loop.time()
+                try:
+                    errors = await self.client.write_now([u for p in batch for u in p.updates])
+                    exc = None
+                except grpc.RpcError as e:
+                    errors, exc = [], e
+                self.stats["rpcs"] += 1
+                self.stats["updates"] += n
+                self.stats["errors"] += len(errors)
+                self.stats["rpc_time"] += loop.time() - t0
+                base = 0
+                for p in batch:
+                    if p.future.done():
+                        continue
+                    if exc is not None:
+                        p.future.set_exception(exc)
+                    else:
+                        mine = [UpdateError(e.index - base, e.code, e.message) for e in errors
+                                if base <= e.index < base + len(p.updates)]
+                        p.future.set_result(mine)
+                    base += len(p.updates)
+
+
+def _updates(kind: int, entities) -> list[p4r.Update]:
+    out = []
+    for e in entities:
+        u = p4r.Update(type=kind)
+        if isinstance(e, p4r.TableEntry):
+            u.entity.table_entry.CopyFrom(e)
+        elif isinstance(e, p4r.MeterEntry):
+            u.entity.meter_entry.CopyFrom(e)
+        elif isinstance(e, p4r.CounterEntry):
+            u.entity.counter_entry.CopyFrom(e)
+        else:
+            u.entity.CopyFrom(e)
+        out.append(u)
+    return out
+
+
+def inserts(entities) -> list[p4r.Update]:
+    return _updates(p4r.Update.INSERT, entities)
+
+
+def modifies(entities) -> list[p4r.Update]:
+    return _updates(p4r.Update.MODIFY, entities)
+
+
+def deletes(entities) -> list[p4r.Update]:
+    return _updates(p4r.Update.DELETE, entities)
+
+
+class AsyncP4RuntimeClient:
+    def __init__(self, address: str, device_id: int = 1, election_id: tuple[int, int] = (0, 1),
+                 on_packet_in: Callable[[PacketIn], None] | None = None):
+        self.address = address
+        self.device_id = device_id
+        self.election_id = election_id
+        self.on_packet_in = on_packet_in
+        self.names: P4InfoNames | None = None
+        self.writer = EntryWriter(self)
+        self.connected = asyncio.Event()
+        self.stats = {"packet_in": 0, "packet_out": 0, "reconnects": 0, "stream_errors": 0}
+        self._channel: grpc.aio.Channel | None = None
+        self._stub: p4runtime_pb2_grpc.P4RuntimeStub | None = None
+        self._stream = None
+        self._out: asyncio.Queue[p4r.StreamMessageRequest] = asyncio.Queue()
+        self._in_ids: dict[int, str] = {}
+        self._out_port_id = 0
+        self._out_port_width = 32
+        self._stop = asyncio.Event()
+
+    def use_p4info(self, p4info: p4info_pb2.P4Info) -> None:
+        self.names = P4InfoNames(p4info)
+        self._in_ids = {m.id: m.name for m in self.names.controller_header("packet_in").metadata}
+        out = self.names.header_field("packet_out", "egress_port")
+        self._out_port_id, self._out_port_width = out.id, out.bitwidth
+
+    # ---- connection ----
+    async def _open(self, timeout: float) -> None:
+        self._channel = grpc.aio.insecure_channel(
+            self.address, options=[("grpc.max_receive_message_length", 256 << 20),
+                                   ("grpc.max_send_message_length", 256 << 20)])
+        await asyncio.wait_for(self._channel.channel_ready(), timeout)
+        self._stub = p4runtime_pb2_grpc.P4RuntimeStub(self._channel)
+        self._stream = self._stub.StreamChannel()
+        req = p4r.StreamMessageRequest()
+        a = req.arbitration
+        a.device_id = self.device_id
+        a.election_id.high, a.election_id.low = self.election_id
+        await self._stream.write(req)
+        while True:
+            resp = await asyncio.wait_for(self._stream.read(), timeout)
+            if resp is grpc.aio.EOF:
+                raise ConnectionError("stream closed during arbitration")
+            if resp.WhichOneof("update") == "arbitration":
+                if resp.arbitration.status.code != code_pb2.OK:
+                    raise NotPrimary(f"not primary: {resp.arbitration.status.message}")
+                return
+
+    async def _close(self) -> None:
+        if self._stream is not None:
+            self._stream.cancel()
+            self._stream = None
+        if self._channel is not None:
+            await self._channel.close()
+            self._channel = None
+
+    async def run(self, on_connected: Callable[[], Awaitable[None]], timeout: float = 10.0) -> None:
+        """Connect, call on_connected, pump the stream; on loss, back off
+        and start over. Returns when stop() is called."""
+        backoff = 0.5
+        while not self._stop.is_set():
+            try:
+                await self._open(timeout)
+                self.writer.start()
+                backoff = 0.5
+                pump_in = asyncio.create_task(self._pump_in(), name="p4rt-in")
+                pump_out = asyncio.create_task(self._pump_out(), name="p4rt-out")
+                self.connected.set()
+                try:
+                    await on_connected()
+                    done, _ = await asyncio.wait(
+                        [pump_in, pump_out, asyncio.create_task(self._stop.wait())],
+                        return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    self.connected.clear()
+                    for t in (pump_in, pump_out):
+                        t.cancel()
+                    await asyncio.gather(pump_in, pump_out, return_exceptions=True)
+                    await self.writer.stop()
+                if self._stop.is_set():
+                    break
+                log.warning("switch stream to %s lost; reconnecting", self.address)
+            except (grpc.RpcError, OSError, ConnectionError, asyncio.TimeoutError, NotPrimary) as e:
+                log.warning("switch %s: %s; retrying in %.1f s", self.address, e, backoff)
+            self.stats["reconnects"] += 1
+            await self._close()
+            try:
+                await asyncio.wait_for(self._stop.wait(), backoff)
+            except asyncio.TimeoutError:
+                pass
+            backoff = min(backoff * 2, 10.0)
+        await self._close()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    async def _pump_in(self) -> None:
+        ids = self._in_ids
+        while True:
+            resp = await self._stream.read()
+            if resp is grpc.aio.EOF:
+                return
+            kind = resp.WhichOneof("update")
+            if kind == "packet":
+                self.stats["packet_in"] += 1
+                pkt = resp.packet
+                md = {ids.get(m.metadata_id, str(m.metadata_id)): int.from_bytes(m.value, "big")
+                      for m in pkt.metadata}
+                if self.on_packet_in is not None:
+                    try:
+                        self.on_packet_in(PacketIn(pkt.payload, md))
+                    except Exception:
+                        log.exception("packet-in handler")
+            elif kind == "error":
+                self.stats["stream_errors"] += 1
+                log.warning("stream error from switch: %s", resp.error.message)
+            elif kind == "arbitration" and resp.arbitration.status.code != code_pb2.OK:
+                log.error("lost primary role: %s", resp.arbitration.status.message)
+                return
+
+    async def _pump_out(self) -> None:
+        while True:
+            req = await self._out.get()
+            await self._stream.write(req)
+
+    def packet_out(self, frame: bytes, port: int) -> None:
+        """Queue a frame to leave `port` untouched (never blocks)."""
+        req = p4r.StreamMessageRequest()
+        req.packet.payload = frame
+        req.packet.metadata.add(metadata_id=self._out_port_id,
+                                value=port.to_bytes(max(1, (port.bit_length() + 7) // 8), "big"))
+        self.stats["packet_out"] += 1
+        self._out.put_nowait(req)
+
+    # ---- RPCs ----
+    async def write_now(self, updates: list[p4r.Update]) -> list[UpdateError]:
+        req = p4r.WriteRequest(device_id=self.device_id, updates=updates)
+        req.election_id.high, req.election_id.low = self.election_id
+        try:
+            await self._stub.Write(req)
+        except grpc.aio.AioRpcError as e:
+            errors = parse_write_error(e)
+            if not errors:
+                raise
+            return errors
+        return []
+
+    async def write(self, updates: list[p4r.Update]) -> list[UpdateError]:
+        return await self.writer.write(updates)
+
+    async def read(self, *entities: p4r.Entity) -> list[p4r.Entity]:
+        req = p4r.ReadRequest(device_id=self.device_id)
+        for e in entities:
+            req.entities.add().CopyFrom(e)
+        out: list[p4r.Entity] = []
+        async for resp in self._stub.Read(req):
+            out.extend(resp.entities)
+        return out
+
+    async def get_pipeline(self) -> p4r.ForwardingPipelineConfig | None:
+        req = p4r.GetForwardingPipelineConfigRequest(
+            device_id=self.device_id, response_type=p4r.GetForwardingPipelineConfigRequest.P4INFO_AND_COOKIE)
+        resp = await self._stub.GetForwardingPipelineConfig(req)
+        return resp.config if resp.config.HasField("p4info") else None
+
+    async def set_pipeline(self, p4info: p4info_pb2.P4Info, device_config: bytes, cookie: int) -> None:
+        req = p4r.SetForwardingPipelineConfigRequest(
+            device_id=self.device_id, action=p4r.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT)
+        req.election_id.high, req.election_id.low = self.election_id
+        req.config.p4info.CopyFrom(p4info)
+        req.config.p4_device_config = device_config
+        req.config.cookie.cookie = cookie
+        await self._stub.SetForwardingPipelineConfig(req)

@@ -1,0 +1,1 @@
+"""PPPoE (RFC 2516): packet codec and the discovery stage."""

@@ -1,0 +1,841 @@
+"""Subscriber sessions from PADR to PADT.
+
+The manager owns every subscriber, feeds each one's PPP link with the
+packets punted for it, answers its link's requests (AAA, addresses, data
+plane), and keeps the invariant an operator relies on: a session that is
+UP has exactly its entries in the switch, a session that is gone has none,
+its address and counters index are free again, and its accounting was
+stopped with the session's final counters.
+
+Ordering: data-plane writes go through one EntryWriter, which applies
+them in submission order, so a session's entries are always recorded in
+`Subscriber.installed` before the write that installs them is awaited and
+a teardown racing with an install deletes what the install adds.
+"""
+from __future__ import annotations
+
+import asyncio
+import collections
+import ipaddress
+import logging
+import random
+import time
+from dataclasses import asdict
+from typing import Callable
+
+from p4.v1 import p4runtime_pb2 as p4r
+
+from .aaa.base import (AaaBackend, AaaUnavailable, AcctRecord, AcctStatus, AuthRequest, AuthResult,
+                       DynAuthError, DynAuthRequest, LineInfo, SessionCounters, TerminateCause, TunnelSpec)
+from .config import ControllerConfig
+from .dataplane import BngTables
+from .ip_pool import Ipv6PrefixPool, PoolExhausted, PoolSet
+from .lines import Exhausted, IndexAllocator, Line, LineTable
+from .p4runtime_async import AsyncP4RuntimeClient, deletes, inserts, modifies
+from .ppp.auth import Credentials, Verdict
+from .ppp.codec import PPP_IPCP, PPP_IPV6CP
+from .ppp.link import (AuthAttempt, Ipv4Assignment, LinkDown, LinkSnapshot, NetworkDown, NetworkUp,
+                       PppLink)
+from .pppoe import codec as pppoe
+from .pppoe.discovery import Drop, PeerTerminate, PppoeDiscovery, Reply, SessionRequest
+from .session_store import SessionStore
+from .subscriber import PppoeTransport, State, Subscriber
+from .timers import TimerHeap
+
+log = logging.getLogger("bng.sessions")
+
+SETUP_SAMPLES = 4096
+
+
+def auth_to_dict(a: AuthResult | None) -> dict | None:
+    if a is None:
+        return None
+    d = asdict(a)
+    for k in ("framed_ip", "framed_ipv6_prefix", "delegated_ipv6_prefix"):
+        d[k] = str(d[k]) if d[k] is not None else None
+    d["dns"] = [str(x) for x in a.dns]
+    d["class_attr"] = a.class_attr.hex() if a.class_attr is not None else None
+    d["mschapv2_success"] = ""
+    d["mppe_keys"] = None
+    d["tunnels"] = []
+    return d
+
+
+def auth_from_dict(d: dict | None) -> AuthResult | None:
+    if d is None:
+        return None
+    d = dict(d)
+    d["framed_ip"] = ipaddress.IPv4Address(d["framed_ip"]) if d.get("framed_ip") else None
+    for k in ("framed_ipv6_prefix", "delegated_ipv6_prefix"):
+        d[k] = ipaddress.IPv6Network(d[k]) if d.get(k) else None
+    d["dns"] = [ipaddress.IPv4Address(x) for x in d.get("dns", [])]
+    d["class_attr"] = bytes.fromhex(d["class_attr"]) if d.get("class_attr") else None
+    d["mschapv2_success"] = b""
+    d["tunnels"] = [TunnelSpec(**t) for t in d.get("tunnels", [])]
+    return AuthResult(**d)
+
+
+class SessionManager:
+    def __init__(self, cfg: ControllerConfig, tables: BngTables, switch: AsyncP4RuntimeClient,
+                 aaa: AaaBackend, pools: PoolSet, store: SessionStore | None = None,
+                 discovery_secret: bytes = b"", n_session_indices: int = 65536,
+                 clock: Callable[[], float] = time.monotonic, rng: random.Random | None = None):
+        self.cfg = cfg
+        self.tables = tables
+        self.switch = switch
+        self.aaa = aaa
+        self.pools = pools
+        self.store = store
+        self.clock = clock
+        self.rng = rng or random.Random()
+        self.bng_mac = cfg.bng_mac
+        self.discovery = PppoeDiscovery(cfg.pppoe, cfg.bng_mac, discovery_secret or self.rng.randbytes(32),
+                                        clock=clock)
+        self.lines = LineTable(65536, self.rng)
+        self.sess_idx = IndexAllocator(1, n_session_indices - 1, "session indices")
+        self.v6_wan = Ipv6PrefixPool(cfg.ipv6.wan_pool, 64) if cfg.ipv6.wan_pool else None
+        self.v6_pd = Ipv6PrefixPool(cfg.ipv6.pd_pool, cfg.ipv6.pd_length) if cfg.ipv6.pd_pool else None
+        self.subs: dict[int, Subscriber] = {}
+        self.pppoe_sessions: dict[tuple[int, int], Subscriber] = {}
+        self.by_padr: dict[tuple, Subscriber] = {}
+        self.by_ipv4: dict[ipaddress.IPv4Address, Subscriber] = {}
+        self.by_acct: dict[str, Subscriber] = {}
+        self.timers = TimerHeap(self._on_timer, clock)
+        self.counters: collections.Counter[str] = collections.Counter()
+        self.setup_times: collections.deque[float] = collections.deque(maxlen=SETUP_SAMPLES)
+        self.setups_total = 0
+        self._next_sid = 1
+        self._boot = f"{int(time.time()) & 0xFFFFFFFF:08x}"
+        self._acct_seq = 0
+        self._tasks: set[asyncio.Task] = set()
+        self._line_ready: dict[int, asyncio.Future] = {}
+        self._unknown_padt = {}               # (port, mac) -> last PADT time (rate limit)
+        self.on_session_up: list[Callable[[Subscriber], None]] = []
+        self.on_session_down: list[Callable[[Subscriber], None]] = []
+        self.ipv6 = None                      # ipv6.responder.Ipv6Responder, set by the controller
+
+    # ------------------------------------------------------------------
+    # plumbing
+    def _spawn(self, coro) -> asyncio.Task:
+        t = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(t)
+        t.add_done_callback(self._task_done)
+        return t
+
+    def _task_done(self, t: asyncio.Task) -> None:
+        self._tasks.discard(t)
+        if not t.cancelled() and t.exception() is not None:
+            self.counters["internal errors"] += 1
+            log.error("session task failed", exc_info=t.exception())
+
+    def packet_out(self, frame: bytes, port: int) -> None:
+        self.switch.packet_out(frame, port)
+
+    def _count(self, what: str) -> None:
+        self.counters[what] += 1
+
+    def _new_acct_id(self) -> str:
+        self._acct_seq += 1
+        return f"{self._boot}{self._acct_seq:08x}"
+
+    def _persist(self, sub: Subscriber) -> None:
+        if self.store is not None and sub.state == State.UP:
+            self.store.put(sub.sid, self.snapshot(sub))
+
+    def flush(self) -> None:
+        if self.store is not None:
+            self.store.flush()
+
+    @property
+    def sessions_by_state(self) -> dict[str, int]:
+        c = collections.Counter(s.state.value for s in self.subs.values())
+        return {st.value: c.get(st.value, 0) for st in State}
+
+    # ------------------------------------------------------------------
+    # PPPoE discovery
+    def on_discovery(self, port: int, frame: bytes) -> None:
+        try:
+            l2, etype, off = pppoe.parse_l2(frame)
+            if etype != pppoe.ETH_P_PPPOE_DISC:
+                raise pppoe.CodecError("not pppoe discovery")
+            pkt = pppoe.parse_discovery(frame[off:])
+        except pppoe.CodecError as e:
+            self._count(f"pppoe malformed: {e}")
+            return
+        line = self.lines.get(port, l2.s_vid, l2.c_vid)
+        info = self.discovery.line_info(l2, port, line.line_id if line else 0, pkt)
+        action = self.discovery.handle(l2, pkt, info)
+        if isinstance(action, Reply):
+            self._count(f"pppoe {pppoe.CODE_NAMES.get(action.packet.code, '?')} sent")
+            self.packet_out(pppoe.discovery_frame(l2.reply_header(self.bng_mac), action.packet), port)
+        elif isinstance(action, Drop):
+            self._count(f"pppoe dropped: {action.reason}")
+        elif isinstance(action, SessionRequest):
+            self._padr(port, action)
+        elif isinstance(action, PeerTerminate):
+            self._padt_from_peer(port, l2, action)
+
+    def _padr(self, port: int, req: SessionRequest) -> None:
+        key = (port, req.l2.s_vid, req.l2.c_vid, req.client_mac, req.host_uniq)
+        sub = self.by_padr.get(key)
+        if sub is not None and sub.live:
+            # the client lost our PADS: same answer, same session
+            self._count("pppoe PADR retransmitted")
+            t = sub.transport
+            self.packet_out(pppoe.discovery_frame(req.l2.reply_header(self.bng_mac),
+                                                  self.discovery.pads(req, t.session_id)), port)
+            return
+        reply_l2 = req.l2.reply_header(self.bng_mac)
+        sc = self.cfg.sessions
+        refuse = None
+        if len(self.subs) >= sc.max_sessions:
+            refuse = "session limit reached"
+        line = self.lines.get(port, req.l2.s_vid, req.l2.c_vid)
+        if refuse is None and line is not None and sc.max_sessions_per_line \
+                and len(line.sessions) >= sc.max_sessions_per_line:
+            refuse = "line session limit reached"
+        if refuse is None:
+            try:
+                line = self.lines.get_or_create(port, req.l2.s_vid, req.l2.c_vid, req.l2.s_tpid)
+                session_id = self.lines.new_session_id(line)
+            except Exhausted as e:
+                refuse = str(e)
+        if refuse is None:
+            try:
+                sess_idx = self.sess_idx.allocate()
+            except Exhausted as e:
+                line.sessions.discard(session_id)
+                refuse = str(e)
+        if refuse is not None:
+            self._count(f"pppoe refused: {refuse}")
+            self.packet_out(pppoe.discovery_frame(reply_l2, self.discovery.pads_error(req, refuse)), port)
+            return
+        transport = PppoeTransport(line, req.client_mac, session_id, self.bng_mac, req.host_uniq,
+                                   req.max_payload, self.packet_out)
+        link = PppLink(self.cfg.ppp, self.clock, self.rng, req.max_payload)
+        info = LineInfo(port=port, s_vid=line.s_vid, c_vid=line.c_vid, line_id=line.line_id,
+                        circuit_id=req.line.circuit_id, remote_id=req.line.remote_id)
+        sub = Subscriber(sid=self._next_sid, transport=transport, link=link, line_info=info,
+                         sess_idx=sess_idx, acct_session_id=self._new_acct_id(), created=self.clock())
+        self._next_sid += 1
+        sub.session_deadline = sub.created + sc.setup_timeout
+        self.subs[sub.sid] = sub
+        self.pppoe_sessions[transport.key] = sub
+        self.by_padr[key] = sub
+        self.by_acct[sub.acct_session_id] = sub
+        pads = pppoe.discovery_frame(reply_l2, self.discovery.pads(req, session_id))
+        if line.installed:
+            self._start(sub, pads)
+        else:
+            self._spawn(self._install_line_then_start(line, sub, pads))
+
+    async def _install_line_then_start(self, line: Line, sub: Subscriber, pads: bytes) -> None:
+        fut = self._line_ready.get(line.line_id)
+        if fut is None:
+            fut = asyncio.get_running_loop().create_future()
+            self._line_ready[line.line_id] = fut
+            try:
+                errors = await self.switch.write(inserts([self.tables.line(line.port, line.s_vid, line.c_vid,
+                                                                           line.line_id)]))
+                ok = not errors or errors[0].code.name == "ALREADY_EXISTS"
+                if not ok:
+                    log.error("line %s: line_map insert failed: %s", line.line_id, errors[0].message)
+            except Exception as e:                       # switch gone: the CPE will retry
+                log.error("line %s: line_map insert failed: %s", line.line_id, e)
+                ok = False
+            line.installed = ok
+            fut.set_result(ok)
+            del self._line_ready[line.line_id]
+        ok = await fut
+        if not sub.live:
+            return
+        if not ok:
+            self._count("pppoe refused: line install failed")
+            await self._teardown(sub, "line install failed", None, send_lower_down=False)
+            return
+        self._start(sub, pads)
+
+    def _start(self, sub: Subscriber, pads: bytes) -> None:
+        t = sub.transport
+        self.packet_out(pads, t.line.port)
+        self._count("pppoe PADS sent")
+        sub.link.start()
+        self._drain(sub)
+
+    def _padt_from_peer(self, port: int, l2: pppoe.L2Header, act: PeerTerminate) -> None:
+        line = self.lines.get(port, l2.s_vid, l2.c_vid)
+        sub = self.pppoe_sessions.get((line.line_id, act.session_id)) if line else None
+        if sub is None or sub.transport.client_mac != act.client_mac:
+            self._count("pppoe PADT for unknown session")
+            return
+        self._count("pppoe PADT received")
+        sub.transport.padt_received = True
+        sub.cause = sub.cause or TerminateCause.USER_REQUEST
+        sub.link.abort("PADT from client")
+        self._drain(sub)
+
+    # ------------------------------------------------------------------
+    # PPP control from PPPoE sessions
+    def on_ppp_control(self, port: int, line_id: int, frame: bytes) -> None:
+        try:
+            l2, etype, off = pppoe.parse_l2(frame)
+            session_id, proto, info = pppoe.parse_session(frame[off:])
+        except pppoe.CodecError as e:
+            self._count(f"ppp malformed: {e}")
+            return
+        sub = self.pppoe_sessions.get((line_id, session_id))
+        if sub is None or sub.transport.client_mac != l2.src:
+            self._count("ppp for unknown session")
+            self._padt_unknown(port, l2, session_id)
+            return
+        sub.link.receive(proto, info)
+        self._drain(sub)
+
+    def _padt_unknown(self, port: int, l2: pppoe.L2Header, session_id: int) -> None:
+        """A CPE still talking in a session we do not have (we restarted
+        without it, or tore it down and the PADT was lost): tell it, at
+        most once a second per client, so it rediscovers."""
+        now = self.clock()
+        key = (port, l2.src)
+        if now - self._unknown_padt.get(key, -10.0) < 1.0:
+            return
+        if len(self._unknown_padt) > 10000:
+            self._unknown_padt.clear()
+        self._unknown_padt[key] = now
+        self._count("pppoe PADT sent for unknown session")
+        self.packet_out(pppoe.discovery_frame(l2.reply_header(self.bng_mac),
+                                              PppoeDiscovery.padt(session_id, "session unknown")), port)
+
+    def find_pppoe(self, line_id: int, session_id: int, mac: bytes) -> Subscriber | None:
+        sub = self.pppoe_sessions.get((line_id, session_id))
+        return sub if sub is not None and sub.transport.client_mac == mac else None
+
+    # ------------------------------------------------------------------
+    # the link's output and events
+    def _drain(self, sub: Subscriber) -> None:
+        frames, events = sub.link.drain()
+        held = any(isinstance(e, NetworkUp) for e in events)
+        if not held:
+            for proto, info in frames:
+                sub.transport.send_ppp(proto, info)
+            frames = []
+        for ev in events:
+            if isinstance(ev, AuthAttempt):
+                sub.state = State.AUTHENTICATING
+                self._spawn(self._authenticate(sub, ev.credentials))
+            elif isinstance(ev, NetworkUp):
+                # Our last Configure-Ack waits until the entries are in:
+                # the peer sends data as soon as it sees it.
+                self._spawn(self._network_up(sub, ev.protocol, frames))
+                frames = []
+            elif isinstance(ev, NetworkDown):
+                self._spawn(self._network_down(sub, ev.protocol))
+            elif isinstance(ev, LinkDown):
+                cause = sub.cause or (TerminateCause.LOST_CARRIER if ev.peer_dead
+                                      else TerminateCause.USER_REQUEST)
+                self._spawn(self._teardown(sub, ev.reason, cause))
+        if sub.live:
+            self.timers.schedule(sub)
+
+    def _on_timer(self, sub: Subscriber) -> None:
+        if not sub.live:
+            return
+        now = self.clock()
+        if sub.session_deadline is not None and sub.session_deadline <= now:
+            sub.session_deadline = None
+            if sub.state == State.UP:
+                self._count("session timeout")
+                self.close(sub, "session timeout", TerminateCause.SESSION_TIMEOUT)
+            else:
+                self._count("setup timeout")
+                self.close(sub, "setup timed out", TerminateCause.NAS_ERROR)
+            return
+        sub.link.on_timer()
+        self._drain(sub)
+
+    def close(self, sub: Subscriber, reason: str, cause: TerminateCause) -> None:
+        """Administrative close: LCP Terminate, then PADT and cleanup."""
+        if not sub.live:
+            return
+        sub.cause = sub.cause or cause
+        sub.link.close(reason)
+        self._drain(sub)
+
+    # ------------------------------------------------------------------
+    # authentication
+    async def _authenticate(self, sub: Subscriber, creds: Credentials) -> None:
+        req = AuthRequest(username=creds.username, method=creds.method,
+                          client_mac=pppoe.mac_str(sub.transport.client_mac)
+                          if sub.transport.kind == "pppoe" else "",
+                          line=sub.line_info, session_id=getattr(sub.transport, "session_id", 0),
+                          password=creds.password, chap_id=creds.chap_id, challenge=creds.challenge,
+                          response=creds.response, acct_session_id=sub.acct_session_id)
+        sub.username = creds.username
+        try:
+            result = await self.aaa.authenticate(req)
+        except AaaUnavailable as e:
+            self._count("aaa unavailable")
+            log.warning("session %d (%s): AAA unavailable: %s", sub.sid, creds.username, e)
+            result = AuthResult(False, "authentication service unavailable")
+        if not sub.live:
+            return
+        if not result.accepted:
+            self._count("auth rejected")
+            log.info("session %d: %s rejected: %s", sub.sid, creds.username, result.reply_message)
+            sub.cause = TerminateCause.USER_ERROR
+            sub.link.auth_result(Verdict(False, result.reply_message or "authentication failed"), None)
+            self._drain(sub)
+            return
+        self._count("auth accepted")
+        sub.auth = result
+        sub.rate_up_kbps, sub.rate_down_kbps = result.rate_up_kbps, result.rate_down_kbps
+        ipv4 = self._assign_ipv4(sub, result)
+        if ipv4 is None:
+            sub.cause = TerminateCause.NAS_ERROR
+            sub.link.auth_result(Verdict(False, "no address available"), None)
+            self._drain(sub)
+            return
+        sub.state = State.NETWORK
+        sub.link.auth_result(Verdict(True, result.reply_message or "Welcome",
+                                     mschapv2_success=result.mschapv2_success), ipv4)
+        self._drain(sub)
+
+    def _assign_ipv4(self, sub: Subscriber, result: AuthResult) -> Ipv4Assignment | None:
+        try:
+            if result.framed_ip is not None:
+                if result.framed_ip in self.by_ipv4 or not self.pools.take_static(result.framed_ip):
+                    self._count("address conflict")
+                    log.warning("session %d: %s is in use by another session", sub.sid, result.framed_ip)
+                    return None
+                addr, pool = result.framed_ip, self.pools.owner(result.framed_ip)
+                sub.pool = None
+            else:
+                addr, pool = self.pools.allocate(result.framed_pool)
+                sub.pool = pool.cfg.name
+        except PoolExhausted as e:
+            self._count("pool exhausted")
+            log.warning("session %d: %s", sub.sid, e)
+            return None
+        sub.ipv4 = addr
+        self.by_ipv4[addr] = sub
+        pcfg = (pool or self.pools.pool(None)).cfg
+        dns = result.dns or pcfg.dns
+        return Ipv4Assignment(peer=addr, gateway=pcfg.gateway, dns=dns)
+
+    def _release_addresses(self, sub: Subscriber) -> None:
+        if sub.ipv4 is not None:
+            if self.by_ipv4.get(sub.ipv4) is sub:
+                del self.by_ipv4[sub.ipv4]
+            self.pools.release(sub.ipv4)
+            sub.ipv4 = None
+        if sub.ipv6_pooled:
+            if sub.ipv6_prefix is not None and self.v6_wan is not None:
+                self.v6_wan.release(sub.ipv6_prefix)
+            if sub.delegated_prefix is not None and self.v6_pd is not None:
+                self.v6_pd.release(sub.delegated_prefix)
+
+    def _assign_ipv6(self, sub: Subscriber) -> bool:
+        a = sub.auth
+        try:
+            if sub.ipv6_prefix is None:
+                if a is not None and a.framed_ipv6_prefix is not None:
+                    sub.ipv6_prefix = a.framed_ipv6_prefix
+                elif self.v6_wan is not None:
+                    sub.ipv6_prefix = self.v6_wan.allocate()
+                    sub.ipv6_pooled = True
+            if sub.delegated_prefix is None:
+                if a is not None and a.delegated_ipv6_prefix is not None:
+                    sub.delegated_prefix = a.delegated_ipv6_prefix
+                elif self.v6_pd is not None:
+                    sub.delegated_prefix = self.v6_pd.allocate()
+                    sub.ipv6_pooled = True
+        except PoolExhausted as e:
+            self._count("ipv6 pool exhausted")
+            log.warning("session %d: %s", sub.sid, e)
+        return sub.ipv6_prefix is not None
+
+    # ------------------------------------------------------------------
+    # the data plane
+    def _mss(self, sub: Subscriber) -> int:
+        m = self.cfg.sessions.mss_clamp
+        if m == "auto":
+            return sub.mss_clamp
+        return int(m)
+
+    async def _network_up(self, sub: Subscriber, protocol: int, held: list[tuple[int, bytes]]) -> None:
+        if not sub.live:
+            return
+        t, tables, mss = sub.transport, self.tables, self._mss(sub)
+        new: dict[str, list] = {}
+        if "session" not in sub.installed:
+            new["session"] = t.session_entries(tables, sub.sess_idx, mss)
+        if protocol == PPP_IPCP and sub.ipv4 is not None and "ipv4" not in sub.installed:
+            new["ipv4"] = t.ipv4_entries(tables, sub.sess_idx, sub.ipv4, mss)
+        if protocol == PPP_IPV6CP and "ipv6" not in sub.installed and self._assign_ipv6(sub):
+            ents = []
+            for p in (sub.ipv6_prefix, sub.delegated_prefix):
+                if p is not None:
+                    ents += t.ipv6_entries(tables, sub.sess_idx, p, mss)
+            new["ipv6"] = ents
+        updates = []
+        if "session" in new:
+            updates += modifies(tables.session_counters_zero(sub.sess_idx)
+                                + tables.session_meters(sub.sess_idx, sub.rate_up_kbps, sub.rate_down_kbps))
+        updates += inserts([e for ents in new.values() for e in ents])
+        sub.installed.update(new)                    # before the await: see module docstring
+        try:
+            errors = await self.switch.write(updates)
+        except Exception as e:
+            errors = [e]
+        if errors:
+            self._count("data plane install failed")
+            log.error("session %d: installing entries failed: %s", sub.sid, errors[0])
+            # what did go in stays listed in sub.installed: the teardown removes it
+            for proto, info in held:
+                sub.transport.send_ppp(proto, info)
+            self.close(sub, "data plane error", TerminateCause.NAS_ERROR)
+            return
+        for proto, info in held:
+            if sub.live:
+                sub.transport.send_ppp(proto, info)
+        if not sub.live:
+            return
+        if sub.state != State.UP:
+            self._session_up(sub)
+        elif protocol == PPP_IPV6CP:
+            self._persist(sub)
+        if protocol == PPP_IPV6CP and self.ipv6 is not None:
+            self.ipv6.network_up(sub)
+
+    def _session_up(self, sub: Subscriber) -> None:
+        now = self.clock()
+        sub.state = State.UP
+        sub.up_since = now
+        sub.up_since_wall = time.time()
+        self.setups_total += 1
+        self.setup_times.append(now - sub.created)
+        a = sub.auth
+        sub.session_deadline = now + a.session_timeout if a is not None and a.session_timeout else None
+        interval = (a.interim_interval if a is not None and a.interim_interval
+                    else self.cfg.accounting.interim_interval)
+        sub.next_interim = now + interval if interval else None
+        sub.idle_since = now
+        self.timers.schedule(sub)
+        self._persist(sub)
+        log.info("session %d up: %s %s %s", sub.sid, sub.username, sub.ipv4 or "", sub.transport.describe())
+        for cb in self.on_session_up:
+            cb(sub)
+        self._spawn(self._accounting(sub, AcctStatus.START, SessionCounters()))
+        sub.acct_started = True
+
+    async def _network_down(self, sub: Subscriber, protocol: int) -> None:
+        """An NCP closed while the link stays: withdraw its entries."""
+        key = "ipv4" if protocol == PPP_IPCP else "ipv6"
+        ents = sub.installed.pop(key, None)
+        if ents and sub.live:
+            errors = await self.switch.write(deletes(ents))
+            if errors:
+                log.error("session %d: removing %s entries: %s", sub.sid, key, errors[0].message)
+
+    async def _teardown(self, sub: Subscriber, reason: str, cause: TerminateCause | None,
+                        send_lower_down: bool = True) -> None:
+        if sub.state in (State.TERMINATING, State.DOWN):
+            return
+        was_up = sub.acct_started
+        sub.state = State.TERMINATING
+        sub.session_deadline = None
+        t = sub.transport
+        if send_lower_down:
+            t.lower_down(reason)
+        if self.pppoe_sessions.get(getattr(t, "key", None)) is sub:
+            del self.pppoe_sessions[t.key]
+        ents = [e for group in sub.installed.values() for e in group]
+        sub.installed = {}
+        final = SessionCounters()
+        if ents:
+            try:
+                errors = await self.switch.write(deletes(ents) + modifies(
+                    self.tables.session_meters(sub.sess_idx, None, None)))
+                for e in errors:
+                    log.error("session %d: removing entries: %s", sub.sid, e.message)
+                if was_up:
+                    got = self.tables.session_counters(
+                        await self.switch.read(*self.tables.session_counter_reads(sub.sess_idx)))
+                    final = got.get(sub.sess_idx, final)
+            except Exception as e:
+                self._count("data plane remove failed")
+                log.error("session %d: removing entries failed: %s", sub.sid, e)
+        stop = None
+        if was_up:
+            sub.cause = cause or TerminateCause.NAS_REQUEST
+            stop = self._acct_record(sub, AcctStatus.STOP, final)
+        self._release_addresses(sub)
+        self.sess_idx.release(sub.sess_idx)
+        if t.kind == "pppoe":
+            t.line.sessions.discard(t.session_id)
+            for k, s in list(self.by_padr.items()):
+                if s is sub:
+                    del self.by_padr[k]
+                    break
+        self.subs.pop(sub.sid, None)
+        self.by_acct.pop(sub.acct_session_id, None)
+        if self.store is not None and was_up:
+            self.store.delete(sub.sid)
+        sub.state = State.DOWN
+        self._count(f"session down: {reason}")
+        log.info("session %d down (%s): %s", sub.sid, reason, sub.username)
+        for cb in self.on_session_down:
+            cb(sub)
+        if stop is not None:
+            await self._send_accounting(sub.sid, stop)
+
+    # ------------------------------------------------------------------
+    # accounting
+    def _acct_record(self, sub: Subscriber, status: AcctStatus, counters: SessionCounters) -> AcctRecord:
+        now = self.clock()
+        return AcctRecord(status=status, acct_session_id=sub.acct_session_id, username=sub.username,
+                          client_mac=pppoe.mac_str(sub.transport.client_mac)
+                          if sub.transport.kind == "pppoe" else "",
+                          line=sub.line_info, session_id=getattr(sub.transport, "session_id", 0),
+                          framed_ip=sub.ipv4,
+                          session_time=int(now - sub.up_since) if sub.up_since else 0, counters=counters,
+                          terminate_cause=sub.cause if status == AcctStatus.STOP else None,
+                          class_attr=sub.auth.class_attr if sub.auth else None,
+                          framed_ipv6_prefix=sub.ipv6_prefix, delegated_ipv6_prefix=sub.delegated_prefix,
+                          event_time=time.time())
+
+    async def _accounting(self, sub: Subscriber, status: AcctStatus, counters: SessionCounters) -> None:
+        await self._send_accounting(sub.sid, self._acct_record(sub, status, counters))
+
+    async def _send_accounting(self, sid: int, rec: AcctRecord) -> None:
+        try:
+            await self.aaa.account(rec)
+            self._count(f"accounting {rec.status.name.lower()}")
+        except Exception as e:
+            self._count("accounting failed")
+            log.warning("session %d: accounting %s failed: %s", sid, rec.status.name, e)
+
+    async def read_counters(self, subs: list[Subscriber]) -> dict[int, SessionCounters]:
+        out: dict[int, SessionCounters] = {}
+        reads = [r for s in subs for r in self.tables.session_counter_reads(s.sess_idx)]
+        for i in range(0, len(reads), 4000):
+            out.update(self.tables.session_counters(await self.switch.read(*reads[i:i + 4000])))
+        return out
+
+    async def accounting_loop(self) -> None:
+        """Interim updates and idle timeouts, checked every tick for the
+        sessions that are due (one counters read for all of them)."""
+        tick = self.cfg.accounting.tick
+        while True:
+            await asyncio.sleep(tick)
+            try:
+                await self._accounting_tick()
+            except Exception:
+                log.exception("accounting tick")
+
+    async def _accounting_tick(self) -> None:
+        now = self.clock()
+        due_interim, due_idle = [], []
+        for s in self.subs.values():
+            if s.state != State.UP:
+                continue
+            if s.next_interim is not None and s.next_interim <= now:
+                due_interim.append(s)
+            idle = s.auth.idle_timeout if s.auth else None
+            if idle and now - s.idle_since >= min(idle, 60) / 2:
+                due_idle.append(s)
+        if not due_interim and not due_idle:
+            return
+        counters = await self.read_counters(list({id(s): s for s in due_interim + due_idle}.values()))
+        for s in due_interim:
+            if s.state != State.UP:
+                continue
+            a = s.auth
+            interval = a.interim_interval if a is not None and a.interim_interval \
+                else self.cfg.accounting.interim_interval
+            s.next_interim = now + interval
+            self._spawn(self._accounting(s, AcctStatus.INTERIM, counters.get(s.sess_idx, SessionCounters())))
+        for s in due_idle:
+            if s.state != State.UP:
+                continue
+            c = counters.get(s.sess_idx, SessionCounters())
+            octets = c.octets_in + c.octets_out
+            if octets != s.idle_octets:
+                s.idle_octets = octets
+                s.idle_since = now
+            elif now - s.idle_since >= s.auth.idle_timeout:
+                self._count("idle timeout")
+                self.close(s, "idle timeout", TerminateCause.IDLE_TIMEOUT)
+
+    # ------------------------------------------------------------------
+    # operator and RADIUS-initiated changes
+    def find(self, *, sid: int | None = None, acct_session_id: str | None = None, username: str | None = None,
+             ipv4: ipaddress.IPv4Address | None = None, mac: str | None = None) -> list[Subscriber]:
+        if sid is not None:
+            s = self.subs.get(sid)
+            return [s] if s else []
+        if acct_session_id is not None:
+            s = self.by_acct.get(acct_session_id)
+            cands = [s] if s else []
+        elif ipv4 is not None:
+            s = self.by_ipv4.get(ipv4)
+            cands = [s] if s else []
+        else:
+            cands = list(self.subs.values())
+        out = []
+        for s in cands:
+            if username is not None and s.username != username:
+                continue
+            if ipv4 is not None and s.ipv4 != ipv4:
+                continue
+            if mac is not None and (s.transport.kind != "pppoe"
+                                    or pppoe.mac_str(s.transport.client_mac) != mac.lower()):
+                continue
+            out.append(s)
+        return out
+
+    async def change_rates(self, sub: Subscriber, up_kbps: int | None, down_kbps: int | None) -> None:
+        """CoA: new policer rates for a live session, without dropping it."""
+        errors = await self.switch.write(modifies(self.tables.session_meters(sub.sess_idx, up_kbps, down_kbps)))
+        if errors:
+            raise RuntimeError(errors[0].message)
+        sub.rate_up_kbps, sub.rate_down_kbps = up_kbps, down_kbps
+        if sub.auth is not None:
+            sub.auth.rate_up_kbps, sub.auth.rate_down_kbps = up_kbps, down_kbps
+        self._persist(sub)
+
+    async def dynauth(self, req: DynAuthRequest) -> DynAuthError | None:
+        """RFC 5176 Disconnect-Request and CoA-Request."""
+        subs = self.find(acct_session_id=req.acct_session_id, username=req.username, ipv4=req.framed_ip,
+                         mac=req.client_mac)
+        if req.nas_port_id is not None:
+            subs = [s for s in subs if s.line_info.nas_port_id == req.nas_port_id]
+        subs = [s for s in subs if s.live]
+        if not subs:
+            self._count(f"dynauth {req.kind}: no session")
+            return DynAuthError.SESSION_CONTEXT_NOT_FOUND
+        if req.kind == "disconnect":
+            for s in subs:
+                self.close(s, "disconnect request", TerminateCause.ADMIN_RESET)
+            self._count("dynauth disconnect")
+            return None
+        new = req.new_auth
+        if new is None:
+            return DynAuthError.MISSING_ATTRIBUTE
+        for s in subs:
+            up = new.rate_up_kbps if new.rate_up_kbps is not None else s.rate_up_kbps
+            down = new.rate_down_kbps if new.rate_down_kbps is not None else s.rate_down_kbps
+            try:
+                await self.change_rates(s, up, down)
+            except Exception as e:
+                log.error("session %d: CoA failed: %s", s.sid, e)
+                return DynAuthError.RESOURCES_UNAVAILABLE
+            if new.session_timeout is not None and s.auth is not None:
+                s.auth.session_timeout = new.session_timeout
+                s.session_deadline = (s.up_since or self.clock()) + new.session_timeout
+                self.timers.schedule(s)
+            if new.idle_timeout is not None and s.auth is not None:
+                s.auth.idle_timeout = new.idle_timeout
+        self._count("dynauth coa")
+        return None
+
+    async def terminate_all(self, reason: str, cause: TerminateCause, timeout: float = 5.0) -> None:
+        """Graceful shutdown: LCP Terminate everyone, wait for the acks (or
+        the Restart timer), then whatever is left is torn down directly."""
+        for s in list(self.subs.values()):
+            self.close(s, reason, cause)
+        deadline = self.clock() + timeout
+        while self.subs and self.clock() < deadline:
+            await asyncio.sleep(0.05)
+        for s in list(self.subs.values()):
+            s.cause = s.cause or cause
+            await self._teardown(s, reason, s.cause)
+        if self._tasks:
+            await asyncio.wait(list(self._tasks), timeout=timeout)
+
+    # ------------------------------------------------------------------
+    # controller restarts
+    def snapshot(self, sub: Subscriber) -> dict:
+        return {"sid": sub.sid, "transport": sub.transport.snapshot(),
+                "link": asdict(sub.link.snapshot()), "sess_idx": sub.sess_idx,
+                "acct_session_id": sub.acct_session_id, "username": sub.username,
+                "auth": auth_to_dict(sub.auth), "ipv4": str(sub.ipv4) if sub.ipv4 else None, "pool": sub.pool,
+                "ipv6_prefix": str(sub.ipv6_prefix) if sub.ipv6_prefix else None,
+                "delegated_prefix": str(sub.delegated_prefix) if sub.delegated_prefix else None,
+                "ipv6_pooled": sub.ipv6_pooled,
+                "up_since_wall": sub.up_since_wall, "installed": sorted(sub.installed),
+                "rate_up_kbps": sub.rate_up_kbps, "rate_down_kbps": sub.rate_down_kbps,
+                "line_info": asdict(sub.line_info)}
+
+    def restore(self, snap: dict) -> Subscriber | None:
+        """Rebuild a session from its snapshot: no packet is sent, the
+        entries are derived again (the caller reconciles the switch)."""
+        ts = snap["transport"]
+        if ts["type"] != "pppoe":
+            return None                                  # L2TP sessions: l2tp/ restores its own
+        line = self.lines.restore(ts["line_id"], ts["port"], ts["s_vid"], ts["c_vid"], ts["s_tpid"])
+        line.s_tpid = ts["s_tpid"]          # line_map does not record the TPID; the session does
+        if not self.sess_idx.take(snap["sess_idx"]):
+            log.error("restore: session index %d in use twice", snap["sess_idx"])
+            return None
+        line.sessions.add(ts["session_id"])
+        transport = PppoeTransport(line, bytes.fromhex(ts["client_mac"]), ts["session_id"], self.bng_mac,
+                                   bytes.fromhex(ts["host_uniq"]) if ts.get("host_uniq") else None,
+                                   ts["max_payload"], self.packet_out)
+        ls = snap["link"]
+        ls["ipv4"] = tuple(ls["ipv4"]) if ls["ipv4"] else None
+        ls["ipv6_iids"] = tuple(ls["ipv6_iids"]) if ls["ipv6_iids"] else None
+        link = PppLink.restore(self.cfg.ppp, self.clock, LinkSnapshot(**ls), self.rng, ts["max_payload"])
+        now = self.clock()
+        up_wall = snap.get("up_since_wall") or time.time()
+        sub = Subscriber(sid=snap["sid"], transport=transport, link=link, line_info=LineInfo(**snap["line_info"]),
+                         sess_idx=snap["sess_idx"], acct_session_id=snap["acct_session_id"], created=now,
+                         state=State.UP, username=snap["username"], auth=auth_from_dict(snap["auth"]),
+                         pool=snap.get("pool"), ipv6_pooled=snap.get("ipv6_pooled", False),
+                         rate_up_kbps=snap.get("rate_up_kbps"), rate_down_kbps=snap.get("rate_down_kbps"))
+        sub.up_since = now - max(0.0, time.time() - up_wall)
+        sub.up_since_wall = up_wall
+        sub.acct_started = True
+        if snap.get("ipv4"):
+            sub.ipv4 = ipaddress.IPv4Address(snap["ipv4"])
+            if sub.pool:
+                self.pools.pool(sub.pool).take(sub.ipv4)
+            else:
+                self.pools.take_static(sub.ipv4)
+            self.by_ipv4[sub.ipv4] = sub
+        for k in ("ipv6_prefix", "delegated_prefix"):
+            if snap.get(k):
+                setattr(sub, k, ipaddress.IPv6Network(snap[k]))
+        if sub.ipv6_pooled:
+            if sub.ipv6_prefix is not None and self.v6_wan is not None:
+                self.v6_wan.take(sub.ipv6_prefix)
+            if sub.delegated_prefix is not None and self.v6_pd is not None:
+                self.v6_pd.take(sub.delegated_prefix)
+        t, tables, mss = transport, self.tables, self._mss(sub)
+        inst = set(snap.get("installed", []))
+        sub.installed["session"] = t.session_entries(tables, sub.sess_idx, mss)
+        if "ipv4" in inst and sub.ipv4 is not None:
+            sub.installed["ipv4"] = t.ipv4_entries(tables, sub.sess_idx, sub.ipv4, mss)
+        if "ipv6" in inst:
+            sub.installed["ipv6"] = [e for p in (sub.ipv6_prefix, sub.delegated_prefix) if p is not None
+                                     for e in t.ipv6_entries(tables, sub.sess_idx, p, mss)]
+        a = sub.auth
+        if a is not None and a.session_timeout:
+            sub.session_deadline = sub.up_since + a.session_timeout
+        interval = (a.interim_interval if a is not None and a.interim_interval
+                    else self.cfg.accounting.interim_interval)
+        sub.next_interim = now + interval if interval else None
+        sub.idle_since = now
+        self._next_sid = max(self._next_sid, sub.sid + 1)
+        self.subs[sub.sid] = sub
+        self.pppoe_sessions[transport.key] = sub
+        self.by_acct[sub.acct_session_id] = sub
+        self.timers.schedule(sub)
+        return sub
+
+    def desired_session_entries(self) -> list[p4r.TableEntry]:
+        return [e for s in self.subs.values() for g in s.installed.values() for e in g]
+
+    def desired_meters(self) -> list[p4r.MeterEntry]:
+        return [m for s in self.subs.values() if s.rate_up_kbps or s.rate_down_kbps
+                for m in self.tables.session_meters(s.sess_idx, s.rate_up_kbps, s.rate_down_kbps)]

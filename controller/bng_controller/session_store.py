@@ -1,0 +1,71 @@
+"""Established sessions on disk, so a restarted controller takes them over.
+
+Only sessions that reached the network phase are stored: one that was
+still negotiating when the controller died is renegotiated by its CPE
+anyway. Each row is the JSON snapshot the session manager makes (PPP
+values both ends agreed on, addresses, AAA answer, accounting ids); the
+data plane entries are not stored, they are derived again.
+
+Writes are coalesced: `put`/`delete` mark the row, and `flush()` (called
+by the manager after each burst of work) commits them in one transaction,
+so a setup storm costs one fsync per batch, not per session.
+"""
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+
+class SessionStore:
+    def __init__(self, path: Path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self.db = sqlite3.connect(str(path), isolation_level=None)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.execute("CREATE TABLE IF NOT EXISTS sessions (sid INTEGER PRIMARY KEY, data TEXT NOT NULL)")
+        self.db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        self._dirty: dict[int, dict | None] = {}
+
+    def put(self, sid: int, snapshot: dict) -> None:
+        self._dirty[sid] = snapshot
+
+    def delete(self, sid: int) -> None:
+        self._dirty[sid] = None
+
+    @property
+    def pending(self) -> int:
+        return len(self._dirty)
+
+    def flush(self) -> None:
+        if not self._dirty:
+            return
+        dirty, self._dirty = self._dirty, {}
+        cur = self.db.cursor()
+        cur.execute("BEGIN")
+        for sid, snap in dirty.items():
+            if snap is None:
+                cur.execute("DELETE FROM sessions WHERE sid = ?", (sid,))
+            else:
+                cur.execute("INSERT OR REPLACE INTO sessions (sid, data) VALUES (?, ?)",
+                            (sid, json.dumps(snap, separators=(",", ":"))))
+        cur.execute("COMMIT")
+
+    def load(self) -> list[dict]:
+        return [json.loads(d) for (d,) in self.db.execute("SELECT data FROM sessions ORDER BY sid")]
+
+    def get_meta(self, key: str) -> str | None:
+        row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        self.db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
+
+    def clear(self) -> None:
+        self._dirty.clear()
+        self.db.execute("DELETE FROM sessions")
+
+    def close(self) -> None:
+        self.flush()
+        self.db.close()

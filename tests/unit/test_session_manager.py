@@ -1,0 +1,283 @@
+"""The session manager end to end against an in-memory switch and a
+scripted CPE: discovery, LCP, PAP/CHAP, IPCP, the data-plane entries of an
+UP session, teardown by PADT/LCP/echo timeout/admin, accounting records,
+and a restart from the session store."""
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import struct
+from pathlib import Path
+
+import pytest
+from google.protobuf import text_format
+from p4.config.v1 import p4info_pb2
+
+from bng_controller.aaa.base import AcctStatus, AuthMethod, TerminateCause
+from bng_controller.aaa.local import LocalAaa
+from bng_controller.config import from_dict
+from bng_controller.dataplane import BngTables
+from bng_controller.ip_pool import PoolSet
+from bng_controller.p4info_names import P4InfoNames
+from bng_controller.session_manager import SessionManager
+from bng_controller.session_store import SessionStore
+from bng_controller.subscriber import State
+
+from .fake_switch import FakeSwitch
+from .scripted_cpe import CHAP, IPCP, LCP, PAP, ScriptedCpe
+
+ROOT = Path(__file__).resolve().parents[2]
+BUILD = ROOT / "p4src" / "build" / "bng"
+BNG_MAC = bytes.fromhex("02bb00000001")
+ACCESS_PORT = 1
+
+
+class Clock:
+    def __init__(self):
+        self.t = 1000.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+class RecordingAaa(LocalAaa):
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        self.records = []
+
+    async def account(self, rec):
+        self.records.append(rec)
+
+
+def names() -> P4InfoNames:
+    p4info = text_format.Parse((BUILD / "bng.p4info.txtpb").read_text(), p4info_pb2.P4Info())
+    return P4InfoNames(p4info)
+
+
+def make(tmp_path: Path, auth=("chap-md5", "pap"), store: SessionStore | None = None, **extra):
+    cfg = from_dict({
+        "bng_mac": "02:bb:00:00:00:01", "access_ports": [ACCESS_PORT],
+        "pools": {"default": {"prefixes": ["10.0.0.0/29"], "gateway": "10.0.0.1", "dns": ["192.0.2.53"]}},
+        "ppp": {"auth": list(auth), "echo_interval": 10, "echo_failures": 3, "ipv6": False},
+        "sessions": {"setup_timeout": 60}, **extra})
+    aaa = RecordingAaa(data={"users": {"alice": {"password": "secret", "rate_down_kbps": 8000,
+                                                 "session_timeout": 3600}},
+                             "defaults": {"interim_interval": 60}})
+    sw = FakeSwitch()
+    n = names()
+    clock = Clock()
+    mgr = SessionManager(cfg, BngTables(n), sw, aaa, PoolSet(cfg.pools), store, b"k" * 32, clock=clock)
+    return mgr, sw, aaa, clock, n
+
+
+async def pump(mgr: SessionManager, sw: FakeSwitch, cpe: ScriptedCpe, first: list[bytes] | None = None,
+               rounds: int = 40, drop=None) -> None:
+    """Exchange frames until both sides are quiet."""
+    to_bng = list(first or [])
+    for _ in range(rounds):
+        for f in to_bng:
+            if drop is not None and drop(f):
+                continue
+            deliver(mgr, f)
+        to_bng = []
+        for _ in range(5):
+            await asyncio.sleep(0)
+        for frame, port in sw.take_sent():
+            assert port == ACCESS_PORT
+            to_bng += cpe.receive(frame)
+        if not to_bng and not mgr._tasks:
+            return
+
+
+def deliver(mgr: SessionManager, frame: bytes) -> None:
+    """What the data plane does with a CPE frame before the controller
+    sees it: discovery and PPP control are punted with the line id."""
+    etype = struct.unpack_from("!H", frame, 12)[0]
+    s_vid = c_vid = 0
+    off = 14
+    if etype in (0x8100, 0x88A8):
+        s_vid = struct.unpack_from("!H", frame, 14)[0] & 0xFFF
+        etype = struct.unpack_from("!H", frame, 16)[0]
+        off = 18
+        if etype == 0x8100:
+            c_vid = struct.unpack_from("!H", frame, 18)[0] & 0xFFF
+            etype = struct.unpack_from("!H", frame, 20)[0]
+    line = mgr.lines.get(ACCESS_PORT, s_vid, c_vid)
+    if etype == 0x8863:
+        mgr.on_discovery(ACCESS_PORT, frame)
+    else:
+        mgr.on_ppp_control(ACCESS_PORT, line.line_id if line and line.installed else 0, frame)
+
+
+def table(sw: FakeSwitch, n: P4InfoNames, name: str):
+    return sw.tables_named(n, name)
+
+
+@pytest.mark.parametrize("auth", [("chap-md5", "pap"), ("pap",)])
+def test_session_comes_up_and_installs_its_entries(tmp_path, auth):
+    async def run():
+        mgr, sw, aaa, clock, n = make(tmp_path, auth=auth)
+        cpe = ScriptedCpe(b"\x02\xcc\0\0\0\x01", BNG_MAC, s_vid=100, c_vid=200)
+        await pump(mgr, sw, cpe, [cpe.padi()])
+        assert cpe.pado_tags[0x0102] == b"p4-bng" and cpe.pado_tags[0x0103] == b"hu01"
+        assert len(cpe.pado_tags[0x0104]) == 20
+        assert cpe.session_id != 0 and cpe.pads_tags[0x0103] == b"hu01"
+        assert cpe.auth_ok is True
+        assert (CHAP if auth[0] == "chap-md5" else PAP) in {p for p, _ in cpe.seen}
+        assert cpe.ipcp_up and ipaddress.IPv4Address(cpe.ip) == ipaddress.IPv4Address("10.0.0.2")
+        assert cpe.dns == ipaddress.IPv4Address("192.0.2.53").packed
+        [sub] = mgr.subs.values()
+        assert sub.state == State.UP and sub.username == "alice"
+        assert len(table(sw, n, "line_map")) == 1
+        assert len(table(sw, n, "pppoe_session")) == 1
+        assert len(table(sw, n, "pppoe_up_v4")) == 1
+        [down] = table(sw, n, "ipv4_session")
+        action, params = mgr.tables.b.action_params(down)
+        assert action == "to_pppoe" and params["s_vid"] == 100 and params["c_vid"] == 200
+        assert params["s_tpid"] == 0x88A8 and params["pppoe_session_id"] == cpe.session_id
+        assert params["mss_clamp"] == 1452
+        meter = sw.meters[(n.meter("session_meter_down").preamble.id, sub.sess_idx)]
+        assert meter.config.cir == 8000 * 1000 // 8
+        assert [r.status for r in aaa.records] == [AcctStatus.START]
+        assert sub.session_deadline == pytest.approx(clock.t + 3600)
+    asyncio.run(run())
+
+
+def test_padt_from_client_removes_everything(tmp_path):
+    async def run():
+        mgr, sw, aaa, clock, n = make(tmp_path)
+        cpe = ScriptedCpe(b"\x02\xcc\0\0\0\x02", BNG_MAC)
+        await pump(mgr, sw, cpe, [cpe.padi()])
+        [sub] = mgr.subs.values()
+        idx = sub.sess_idx
+        counters = n.counter("session_up").preamble.id
+        sw.counters[(counters, idx)] = (7, 700)
+        await pump(mgr, sw, cpe, [cpe.padt()])
+        assert not mgr.subs
+        lines = table(sw, n, "line_map")
+        assert len(lines) == 1 and len(sw.entries) == 1          # only the line remains
+        assert mgr.pools.pool(None).free == 5
+        assert idx not in mgr.sess_idx.used
+        stop = aaa.records[-1]
+        assert stop.status == AcctStatus.STOP and stop.terminate_cause == TerminateCause.USER_REQUEST
+        assert stop.counters.packets_in == 7 and stop.counters.octets_in == 700
+        assert str(stop.framed_ip) == "10.0.0.2"
+        assert not cpe.padt_received          # the client left first: no PADT back
+    asyncio.run(run())
+
+
+def test_wrong_password_is_refused_and_cleaned_up(tmp_path):
+    async def run():
+        mgr, sw, aaa, clock, n = make(tmp_path)
+        cpe = ScriptedCpe(b"\x02\xcc\0\0\0\x03", BNG_MAC, password="wrong")
+        await pump(mgr, sw, cpe, [cpe.padi()])
+        assert cpe.auth_ok is False and cpe.term_req_received and cpe.padt_received
+        assert not mgr.subs and not aaa.records
+        assert mgr.counters["auth rejected"] == 1
+        assert len(sw.entries) == 1                                # the line only
+    asyncio.run(run())
+
+
+def test_echo_timeout_tears_down_a_dead_peer(tmp_path):
+    async def run():
+        mgr, sw, aaa, clock, n = make(tmp_path)
+        cpe = ScriptedCpe(b"\x02\xcc\0\0\0\x04", BNG_MAC)
+        await pump(mgr, sw, cpe, [cpe.padi()])
+        [sub] = mgr.subs.values()
+        cpe.answer_echo = False
+        for _ in range(5):                        # 3 unanswered echoes, then the 4th tick
+            clock.t += 10.1
+            mgr._on_timer(sub)
+            await pump(mgr, sw, cpe)
+        assert not mgr.subs
+        assert aaa.records[-1].terminate_cause == TerminateCause.LOST_CARRIER
+        assert sum(1 for p, c in cpe.seen if p == LCP and c == 9) == 3
+    asyncio.run(run())
+
+
+def test_admin_clear_sends_terminate_then_padt(tmp_path):
+    async def run():
+        mgr, sw, aaa, clock, n = make(tmp_path)
+        cpe = ScriptedCpe(b"\x02\xcc\0\0\0\x05", BNG_MAC)
+        await pump(mgr, sw, cpe, [cpe.padi()])
+        [sub] = mgr.subs.values()
+        mgr.close(sub, "cleared by operator", TerminateCause.ADMIN_RESET)
+        await pump(mgr, sw, cpe)
+        assert cpe.term_req_received and cpe.padt_received and not mgr.subs
+        assert aaa.records[-1].terminate_cause == TerminateCause.ADMIN_RESET
+    asyncio.run(run())
+
+
+def test_retransmitted_padr_gets_the_same_session(tmp_path):
+    async def run():
+        mgr, sw, aaa, clock, n = make(tmp_path)
+        cpe = ScriptedCpe(b"\x02\xcc\0\0\0\x06", BNG_MAC)
+        mgr.on_discovery(ACCESS_PORT, cpe.padi())
+        await asyncio.sleep(0)
+        [(pado, _)] = sw.take_sent()
+        [padr] = cpe.receive(pado)
+        mgr.on_discovery(ACCESS_PORT, padr)
+        mgr.on_discovery(ACCESS_PORT, padr)         # PADS lost: the CPE sends PADR again
+        for _ in range(10):
+            await asyncio.sleep(0)
+        pads = [f for f, _ in sw.take_sent() if f[12:14] == b"\x88\x63"]
+        assert len(pads) == 2 and pads[0][16:18] == pads[1][16:18]
+        assert len(mgr.subs) == 1
+    asyncio.run(run())
+
+
+def test_padr_with_forged_cookie_is_dropped(tmp_path):
+    async def run():
+        mgr, sw, aaa, clock, n = make(tmp_path)
+        cpe = ScriptedCpe(b"\x02\xcc\0\0\0\x07", BNG_MAC)
+        cpe.ac_mac = BNG_MAC
+        mgr.on_discovery(ACCESS_PORT, cpe.padr(cookie=b"\0" * 20))
+        await asyncio.sleep(0)
+        assert not sw.take_sent() and not mgr.subs
+        assert mgr.counters["pppoe dropped: padr with bad or stale cookie"] == 1
+    asyncio.run(run())
+
+
+def test_pool_exhaustion_refuses_the_session(tmp_path):
+    async def run():
+        mgr, sw, aaa, clock, n = make(tmp_path)
+        cpes = [ScriptedCpe(bytes([2, 0xcc, 0, 0, 1, i]), BNG_MAC, host_uniq=bytes([i])) for i in range(7)]
+        for c in cpes:
+            await pump(mgr, sw, c, [c.padi()])
+        up = [c for c in cpes if c.ipcp_up]
+        assert len(up) == 5                       # a /29 without network, broadcast, gateway
+        assert mgr.counters["pool exhausted"] == 2
+        assert sum(1 for s in mgr.subs.values() if s.state == State.UP) == 5
+    asyncio.run(run())
+
+
+def test_restart_restores_sessions_and_their_entries(tmp_path):
+    async def run():
+        store = SessionStore(tmp_path / "s.db")
+        mgr, sw, aaa, clock, n = make(tmp_path, store=store)
+        cpe = ScriptedCpe(b"\x02\xcc\0\0\0\x08", BNG_MAC, s_vid=7, c_vid=9)
+        await pump(mgr, sw, cpe, [cpe.padi()])
+        [sub] = mgr.subs.values()
+        mgr.flush()
+        before = sorted(e.SerializeToString(deterministic=True) for e in mgr.desired_session_entries())
+        store.close()
+        store2 = SessionStore(tmp_path / "s.db")
+        mgr2, sw2, aaa2, clock2, _ = make(tmp_path, store=store2)
+        [snap] = store2.load()
+        sub2 = mgr2.restore(snap)
+        after = sorted(e.SerializeToString(deterministic=True) for e in mgr2.desired_session_entries())
+        assert before == after
+        assert sub2.state == State.UP and sub2.ipv4 == sub.ipv4 and sub2.username == "alice"
+        assert sub2.link.lcp_neg.our_magic == sub.link.lcp_neg.our_magic
+        assert sub2.transport.line.s_tpid == 0x88A8
+        assert mgr2.pools.pool(None).free == 4
+        # keepalive carries on with the old magic number
+        clock2.t += 10.1
+        mgr2._on_timer(sub2)
+        [(frame, _)] = sw2.take_sent()
+        assert frame.endswith(struct.pack("!I", sub.link.lcp_neg.our_magic))
+        # the restored session still answers its CPE
+        cpe.ac_mac = BNG_MAC
+        deliver_line = mgr2.lines.get(ACCESS_PORT, 7, 9)
+        assert deliver_line.line_id == sub.transport.line.line_id
+    asyncio.run(run())
