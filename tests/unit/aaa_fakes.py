@@ -133,7 +133,7 @@ def default_reply(req: rp.Packet) -> rp.Packet:
 def server_cfg(*servers: FakeRadiusServer, **kw) -> dict:
     cfg = {"servers": [{"address": "127.0.0.1", "auth_port": s.port, "acct_port": s.port,
                         "secret": s.secret.decode()} for s in servers],
-           "timeout": 0.1, "retries": 1, "dead_time": 30, "nas_identifier": "bng-test",
+           "timeout": 0.25, "retries": 1, "dead_time": 30, "nas_identifier": "bng-test",
            "nas_ip_address": "192.0.2.254", "acct_retry_interval": 0.1}
     cfg.update(kw)
     return cfg

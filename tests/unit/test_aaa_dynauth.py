@@ -224,3 +224,25 @@ async def test_success_cause_rides_on_ack():
         assert await _nak_cause(server, _request(User_Name="u")) == (rp.DisconnectACK, 201)
     finally:
         await server.close()
+
+
+@run
+async def test_from_controller_config_object():
+    from dataclasses import dataclass, field
+
+    @dataclass
+    class Section:            # the shape of the controller config's dynauth section
+        listen: str = "127.0.0.1:0"
+        clients: list = field(default_factory=lambda: [{"address": "127.0.0.1",
+                                                        "secret": SECRET.decode()}])
+        nas_identifier: str = ""
+
+    handler = _Handler()
+    server = DynAuthServer.from_config(Section(), handler)
+    assert server.config.nas_identifier is None and server.config.bind == "127.0.0.1"
+    await server.start()
+    try:
+        assert await _nak_cause(server, _request(User_Name="u", NAS_Identifier="any")) \
+            == (rp.DisconnectACK, None)
+    finally:
+        await server.stop()

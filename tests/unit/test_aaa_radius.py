@@ -222,7 +222,7 @@ async def test_accounting_survives_an_outage_and_delay_grows():
 async def test_accounting_queue_overflow_drops_interims_first():
     server = await FakeRadiusServer(silent=True).start()
     aaa = RadiusAaa.from_dict(server_cfg(server, acct_queue_max=3, acct_concurrency=1,
-                                         timeout=0.05, retries=0, acct_retry_interval=0.05))
+                                         timeout=0.25, retries=0, acct_retry_interval=0.05))
     try:
         await aaa.account(_acct(AcctStatus.START, sid="A"))
         for i in range(5):
@@ -278,3 +278,32 @@ async def test_close_counts_undelivered():
     await aaa.close()
     server.close()
     assert aaa.counters.acct_dropped == 2
+
+
+@run
+async def test_close_during_authentication_is_unavailable():
+    server = await FakeRadiusServer(silent=True).start()
+    aaa = RadiusAaa.from_dict(server_cfg(server, timeout=5.0))
+    try:
+        pending = asyncio.create_task(aaa.authenticate(pap_request()))
+        await asyncio.sleep(0.1)
+        await aaa.close()
+        with pytest.raises(AaaUnavailable):
+            await pending
+        with pytest.raises(AaaUnavailable):
+            await aaa.authenticate(pap_request())
+    finally:
+        server.close()
+
+
+def test_config_validation():
+    from bng_controller.aaa.radius import RadiusConfig
+    with pytest.raises(ValueError, match="IP address"):
+        RadiusConfig.from_dict({"servers": [{"address": "radius.example", "secret": "s"}]})
+    with pytest.raises(ValueError, match="secret"):
+        RadiusConfig.from_dict({"servers": [{"address": "127.0.0.1"}]})
+    with pytest.raises(ValueError, match="at least one"):
+        RadiusConfig.from_dict({"servers": []})
+    cfg = RadiusConfig.from_dict({"servers": [{"address": "::1", "secret": "s"}],
+                                  "nas_port_type": "ethernet", "timeout": "2"})
+    assert cfg.servers[0].auth_port == 1812 and cfg.timeout == 2.0

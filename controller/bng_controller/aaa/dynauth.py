@@ -29,7 +29,7 @@ Requests are refused before the handler with the RFC's causes:
 Config (`DynAuthConfig.from_dict`)::
 
     bind: 0.0.0.0
-    port: 3799
+    port: 3799                      # or listen: "0.0.0.0:3799"
     clients:                        # who may send requests
       - {address: 192.0.2.1, secret: s3cret}
     nas_identifier: bng1            # what NAS-Identifier must say, if sent
@@ -46,6 +46,7 @@ import logging
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from typing import Any
 
 from pyrad import packet as rp
 
@@ -86,10 +87,15 @@ class DynAuthConfig:
 
     @classmethod
     def from_dict(cls, d: dict) -> "DynAuthConfig":
-        unknown = set(d) - {f.name for f in dataclasses.fields(cls)}
+        """From a config mapping; `listen: "host:port"` may stand for
+        `bind` and `port` (IPv6 as "[addr]:port")."""
+        kw = dict(d)
+        if kw.get("listen"):
+            kw["bind"], kw["port"] = split_listen(str(kw["listen"]))
+        kw.pop("listen", None)
+        unknown = set(kw) - {f.name for f in dataclasses.fields(cls)}
         if unknown:
             raise ValueError(f"dynauth: unknown keys {sorted(unknown)}")
-        kw = dict(d)
         raw_clients = d.get("clients") or []
         if isinstance(raw_clients, dict):
             raw_clients = [{"address": a, "secret": s} for a, s in raw_clients.items()]
@@ -104,6 +110,14 @@ class DynAuthConfig:
         if "port" in kw:
             kw["port"] = int(kw["port"])
         return cls(**kw)
+
+
+def split_listen(listen: str) -> tuple[str, int]:
+    """"127.0.0.1:3799" / "[::]:3799" / "3799" -> (address, port)."""
+    host, sep, port = listen.rpartition(":")
+    if not sep:
+        return "0.0.0.0", int(listen)
+    return host.strip("[]") or "0.0.0.0", int(port)
 
 
 @dataclass
@@ -133,7 +147,7 @@ class _Refused(Exception):
 
 
 class DynAuthServer(asyncio.DatagramProtocol):
-    """The BNG's RFC 5176 listener; `start()`, then `close()`."""
+    """The BNG's RFC 5176 listener; `start()`, then `close()` (or `stop()`)."""
 
     def __init__(self, config: DynAuthConfig, handler: DynAuthHandler) -> None:
         self.config = config
@@ -148,6 +162,18 @@ class DynAuthServer(asyncio.DatagramProtocol):
     def from_dict(cls, d: dict, handler: DynAuthHandler) -> "DynAuthServer":
         return cls(DynAuthConfig.from_dict(d), handler)
 
+    @classmethod
+    def from_config(cls, cfg: Any, handler: DynAuthHandler) -> "DynAuthServer":
+        """From the controller config's `dynauth` section, an object with
+        `listen` and `clients` and any other DynAuthConfig field as an
+        attribute (empty values mean "not set")."""
+        d: dict[str, Any] = {"listen": cfg.listen, "clients": cfg.clients}
+        for f in dataclasses.fields(DynAuthConfig):
+            value = getattr(cfg, f.name, None)
+            if f.name not in ("clients", "bind", "port") and value not in (None, ""):
+                d[f.name] = value
+        return cls.from_dict(d, handler)
+
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
         await loop.create_datagram_endpoint(lambda: self,
@@ -160,12 +186,15 @@ class DynAuthServer(asyncio.DatagramProtocol):
         return self._transport.get_extra_info("sockname")[1]
 
     async def close(self) -> None:
+        """Stop listening; requests being handled are cancelled."""
         if self._transport is not None:
             self._transport.close()
             self._transport = None
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    stop = close
 
     # ---------------------------------------------------------- datagrams
 
@@ -221,6 +250,7 @@ class DynAuthServer(asyncio.DatagramProtocol):
 
         raw = await self._answer(request, source)
         self._recent[key] = (time.monotonic() + self.config.duplicate_window, raw)
+        self._recent.move_to_end(key)       # keep the cache ordered by expiry
         self._send(raw, addr)
 
     def _authentic(self, request: rp.CoAPacket) -> bool:

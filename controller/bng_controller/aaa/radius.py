@@ -38,10 +38,11 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import ipaddress
 import logging
 import secrets
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from pyrad import packet as rp
@@ -88,7 +89,11 @@ class RadiusServerConfig:
         _check_keys("radius server", d, cls)
         if "address" not in d:
             raise ValueError("radius server: 'address' is required")
-        return cls(address=str(d["address"]), secret=_secret(d.get("secret")),
+        try:    # sockets and reply checks work on addresses, not names
+            address = str(ipaddress.ip_address(str(d["address"])))
+        except ValueError as e:
+            raise ValueError(f"radius server: address must be an IP address: {e}") from e
+        return cls(address=address, secret=_secret(d.get("secret")),
                    auth_port=int(d.get("auth_port", 1812)),
                    acct_port=int(d.get("acct_port", 1813)))
 
@@ -179,7 +184,7 @@ class RadiusAaa:
         if self._started:
             return
         if self._closed:
-            raise RuntimeError("RadiusAaa is closed")
+            raise AaaUnavailable("RADIUS client is closed")
         if self._start_lock is None:
             self._start_lock = asyncio.Lock()
         async with self._start_lock:

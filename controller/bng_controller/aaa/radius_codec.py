@@ -17,6 +17,7 @@ from pyrad import packet as rp
 
 from .base import (AcctRecord, AcctStatus, AuthMethod, AuthRequest, AuthResult, LineInfo,
                    TunnelSpec)
+from .chap_verify import MSCHAPV2_RESPONSE_LEN
 from .raddict import (FRAMED_IP_NAS_CHOOSES, FRAMED_IP_USER_CHOOSES, AcctAuthentic,
                       AcctStatusType, Attr, FramedProtocol, NasPortType, ServiceType,
                       TunnelMediumType, TunnelType, first, int_value, load_dictionary)
@@ -84,10 +85,12 @@ def build_access_request(req: AuthRequest, *, ident: int, secret: bytes,
         # RFC 2548 2.3.2: Ident, Flags, Peer-Challenge, Reserved, Response;
         # PPP carries the same fields as Peer-Challenge, Reserved, Response, Flags.
         resp = req.response
-        if len(resp) != 49:
-            raise ValueError(f"MS-CHAPv2 response must be 49 octets, got {len(resp)}")
+        if len(resp) != MSCHAPV2_RESPONSE_LEN:
+            raise ValueError(f"MS-CHAPv2 response must be {MSCHAPV2_RESPONSE_LEN} octets, "
+                             f"got {len(resp)}")
+        flags = resp[MSCHAPV2_RESPONSE_LEN - 1]
         pkt[Attr.MS_CHAP_CHALLENGE] = req.challenge
-        pkt[Attr.MS_CHAP2_RESPONSE] = bytes([req.chap_id & 0xFF, resp[48]]) + resp[:48]
+        pkt[Attr.MS_CHAP2_RESPONSE] = bytes([req.chap_id & 0xFF, flags]) + resp[:-1]
     else:  # pragma: no cover - enum is closed
         raise ValueError(f"unsupported auth method {req.method}")
     _add_nas(pkt, nas)

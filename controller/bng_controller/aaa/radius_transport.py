@@ -88,7 +88,7 @@ class RadiusEndpoint(asyncio.DatagramProtocol):
             self._transport = None
         for pending in self._pending.values():
             if not pending.future.done():
-                pending.future.cancel()
+                pending.future.set_result(None)   # as if the server stayed silent
 
     def connection_made(self, transport) -> None:  # asyncio callback
         self._transport = transport
@@ -131,9 +131,9 @@ class RadiusEndpoint(asyncio.DatagramProtocol):
                        timeout: float, retries: int) -> rp.Packet | None:
         """Send `raw` (the encoded `request`) and wait for its verified
         reply, retransmitting the same octets up to `retries` times. None
-        when the server stayed silent."""
+        when the server stayed silent (or the socket was closed)."""
         if self._transport is None:
-            raise ConnectionError(f"RADIUS socket toward {self.host} is closed")
+            return None     # closed: no answer can come
         future = asyncio.get_running_loop().create_future()
         self._pending[request.id] = _Pending(request, port, future)
         try:
