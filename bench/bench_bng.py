@@ -147,7 +147,7 @@ def run_child(args) -> dict:
     from bng_switch.pipeline_map import PipelineMap
     from bng_switch.swx_spec import parse
     from bng_switch.table_store import TableStore
-    from tests.switch_process import program_files
+    from bng_lab.switch_process import program_files
 
     work = Path(tempfile.mkdtemp(prefix="bench-bng-"))
     pcap = work / "in.pcap"

@@ -52,7 +52,7 @@ def summarize(ns_at: dict[int, int], n: int, batch: int) -> dict:
 
 def bench_p4runtime(n: int, batch: int, streams: int) -> dict:
     from bng_controller.p4runtime_client import P4RuntimeClient
-    from tests.switch_process import SwitchProcess, program_files
+    from bng_lab.switch_process import SwitchProcess, program_files
     tmp = Path(tempfile.mkdtemp(prefix="bench-tables-"))
     sw = SwitchProcess(tmp, "benchtab", [], idle_us=200).start()
     try:
@@ -100,7 +100,7 @@ def bench_in_process(n: int, batch: int) -> dict:
     from bng_switch.device import create_rings, decode_device_config
     from bng_switch.pipeline_map import PipelineMap
     from bng_switch.swx_spec import parse
-    from tests.switch_process import program_files
+    from bng_lab.switch_process import program_files
 
     p4info_path, dc = program_files(PROGRAM)
     spec_text, context = decode_device_config(dc.read_bytes())

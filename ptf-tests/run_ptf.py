@@ -19,8 +19,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bng_controller.p4runtime_client import P4RuntimeClient  # noqa: E402
-from tests import netlab  # noqa: E402
-from tests.switch_process import BUILD, SwitchProcess  # noqa: E402
+from bng_lab import netlab  # noqa: E402
+from bng_lab.switch_process import BUILD, SwitchProcess  # noqa: E402
 
 N_PORTS = 4
 

@@ -1,6 +1,6 @@
 import pytest
 
-from tests import netlab
+from bng_lab import netlab
 
 
 def pytest_collection_modifyitems(config, items):

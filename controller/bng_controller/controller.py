@@ -103,6 +103,8 @@ class BngController:
         self._tasks: list[asyncio.Task] = []
         self._switch_task: asyncio.Task | None = None
         self._dataplane_cache: dict = {}
+        self._nexthops_installed: set[int] = set()
+        self.ready = asyncio.Event()     # connected, pipeline in place, switch reconciled
         self.started = time.time()
         self.l2tp = None          # l2tp.L2tpService when configured
         self.ipv6 = None
@@ -135,20 +137,24 @@ class BngController:
         self.arp.watch(addr, c.port, c.vlan, c.ipv4.ip)
 
     def _neighbor_changed(self, n: Neighbor) -> None:
-        if self.switch.connected.is_set():
+        """A next hop's MAC appeared, changed or aged out. Before the switch
+        is ready the reconciliation installs it from ArpAgent's state."""
+        if self.ready.is_set():
             asyncio.get_running_loop().create_task(self._write_nexthop(n))
 
     async def _write_nexthop(self, n: Neighbor) -> None:
         nh = self.nexthops[n.addr]
         entry = self.tables.nexthop(nh, n.port, int.from_bytes(self.cfg.bng_mac, "big"),
                                     int.from_bytes(n.mac or b"\0" * 6, "big"), n.vlan)
+        installed = nh in self._nexthops_installed
         if n.mac is None:
-            errors = await self.switch.write(deletes([entry]))
+            updates = deletes([entry]) if installed else []
+            self._nexthops_installed.discard(nh)
         else:
-            errors = await self.switch.write(modifies([entry]))
-            if errors and errors[0].code.name == "NOT_FOUND":
-                errors = await self.switch.write(inserts([entry]))
-        if errors and errors[0].code.name != "NOT_FOUND":
+            updates = modifies([entry]) if installed else inserts([entry])
+            self._nexthops_installed.add(nh)
+        errors = await self.switch.write(updates)
+        if errors:
             log.error("next hop %s: %s", n.addr, errors[0].message)
         else:
             log.info("next hop %s is %s", n.addr, pppoe.mac_str(n.mac) if n.mac else "unresolved")
@@ -175,10 +181,12 @@ class BngController:
                 break
         for r in self.cfg.routes:
             out.append(t.route_v4(r.prefix, self.nexthops[r.via]))
+        self._nexthops_installed = set()
         for addr, nh in self.nexthops.items():
             n = self.arp.neighbors[addr]
             if n.mac is not None:
                 out.append(t.nexthop(nh, n.port, mac, int.from_bytes(n.mac, "big"), n.vlan))
+                self._nexthops_installed.add(nh)
         for line in self.sessions.lines.by_id.values():
             if line.installed:
                 out.append(t.line(line.port, line.s_vid, line.c_vid, line.line_id))
@@ -198,6 +206,7 @@ class BngController:
         return False
 
     async def on_connected(self) -> None:
+        self.ready.clear()
         kept = await self._ensure_pipeline()
         actual = [e.table_entry for e in await self.switch.read(self.tables.table_read())
                   if not e.table_entry.is_default_action]
@@ -223,6 +232,7 @@ class BngController:
                 await self.l2tp.restore()
         await self._reconcile(actual)
         await self._configure_meters(kept)
+        self.ready.set()
         log.info("switch %s ready: %d sessions, pipeline %s", self.cfg.switch.address, len(self.sessions.subs),
                  "kept" if kept else "pushed")
 
@@ -376,7 +386,7 @@ class BngController:
 
     async def _arp_loop(self) -> None:
         while True:
-            if self.switch.connected.is_set():
+            if self.ready.is_set() and self.switch.connected.is_set():
                 for frame, port in self.arp.tick(self.clock()):
                     self.switch.packet_out(frame, port)
             await asyncio.sleep(0.5)

@@ -4,8 +4,8 @@ import subprocess
 
 import pytest
 
-from tests import netlab
-from tests.switch_process import ROOT, SwitchProcess, program_files
+from bng_lab import netlab
+from tests.support import ROOT, SwitchProcess, program_files
 
 pytestmark = pytest.mark.root
 SHELL_PY = ROOT / ".venv-shell" / "bin" / "python"

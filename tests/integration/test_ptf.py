@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from tests.switch_process import ROOT, program_files
+from tests.support import ROOT, program_files
 
 pytestmark = pytest.mark.root
 

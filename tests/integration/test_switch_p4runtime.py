@@ -14,8 +14,8 @@ from scapy.layers.inet import ICMP, IP, UDP
 from scapy.layers.l2 import Ether
 
 from bng_controller.p4runtime_client import P4RuntimeClient, WriteError
-from tests import netlab
-from tests.switch_process import SwitchProcess, program_files
+from bng_lab import netlab
+from tests.support import SwitchProcess, program_files
 
 pytestmark = pytest.mark.root
 

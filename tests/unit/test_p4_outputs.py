@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from tests.switch_process import ROOT
+from tests.support import ROOT
 
 sys.path.insert(0, str(ROOT / "scripts"))
 import p4build  # noqa: E402

@@ -1,0 +1,146 @@
+"""The PPPoE BNG topology in network namespaces:
+
+    [access ns: subscribers (subemu)] --veth-- switch port 1 (access)
+                                              switch (DPDK SWX, bng.p4) -- CPU port 0 -- controller
+    [core ns: a host, 100.64.0.254]  --veth-- switch port 2 (core)
+
+The core host routes the subscriber pool toward the BNG's core address, so
+traffic flows both ways with nothing but Linux on the core side. Every
+piece is a process or a namespace that `stop()` removes.
+"""
+from __future__ import annotations
+
+import ipaddress
+import tempfile
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import netlab
+from .processes import ControllerProcess, EmulatorProcess
+from .switch_process import BUILD, SwitchProcess
+
+BNG_MAC = "02:bb:00:00:00:01"
+
+
+@dataclass
+class LabAddresses:
+    core_bng: str = "100.64.0.1/24"
+    core_host: str = "100.64.0.254/24"
+    pool: str = "10.0.0.0/16"
+    gateway: str = "10.0.0.1"
+    dns: list[str] = field(default_factory=lambda: ["192.0.2.53", "192.0.2.54"])
+    core_bng6: str = "2001:db8:ffff::1/64"
+    core_host6: str = "2001:db8:ffff::fe/64"
+    wan_pool6: str = "2001:db8:100::/48"
+    pd_pool6: str = "2001:db8:200::/40"
+
+
+class PppoeLab:
+    def __init__(self, tmp: Path | None = None, tag: str = "", access_port_type: str = "libpcap",
+                 controller: dict | None = None, subscribers: dict | None = None,
+                 addresses: LabAddresses | None = None, workers: int = 1, idle_us: int = 100,
+                 echo: bool = False):
+        self.tmp = tmp or Path(tempfile.mkdtemp(prefix="bng-lab-"))
+        self.tag = tag or uuid.uuid4().hex[:4]
+        self.net = netlab.NetLab(self.tag)
+        self.addr = addresses or LabAddresses()
+        self.access_port_type = access_port_type
+        self.controller_overrides = controller or {}
+        self.subscribers = subscribers
+        self.workers = workers
+        self.idle_us = idle_us
+        self.echo = echo
+        self.switch: SwitchProcess | None = None
+        self.controller: ControllerProcess | None = None
+        self.emulators: list[EmulatorProcess] = []
+        self.access_ns = self.core_ns = ""
+        self.access_if = self.core_if = ""
+
+    # ------------------------------------------------------------------
+    def start(self) -> "PppoeLab":
+        try:
+            self._build()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _build(self) -> None:
+        a = self.addr
+        self.access_ns = self.net.ns("access")
+        self.core_ns = self.net.ns("core")
+        sw_acc, self.access_if = self.net.veth("swa", "acc", ns_b=self.access_ns, mtu=1600)
+        sw_core, self.core_if = self.net.veth("swc", "cor", ns_b=self.core_ns, mtu=1600)
+        # the access side carries PPPoE only: no IPv6 autoconf chatter either way
+        ns = self.core_ns
+        netlab.sh("ip", "netns", "exec", ns, "sysctl", "-qw", f"net.ipv6.conf.{self.core_if}.disable_ipv6=0")
+        netlab.sh("ip", "-n", ns, "addr", "add", a.core_host, "dev", self.core_if)
+        netlab.sh("ip", "-n", ns, "addr", "add", a.core_host6, "dev", self.core_if, "nodad")
+        bng = str(ipaddress.IPv4Interface(a.core_bng).ip)
+        netlab.sh("ip", "-n", ns, "route", "add", a.pool, "via", bng)
+        netlab.sh("ip", "-n", ns, "-6", "route", "add", a.wan_pool6, "via", str(ipaddress.IPv6Interface(a.core_bng6).ip))
+        netlab.sh("ip", "-n", ns, "-6", "route", "add", a.pd_pool6, "via", str(ipaddress.IPv6Interface(a.core_bng6).ip))
+        ports = [{"id": 1, "type": self.access_port_type, "iface": sw_acc},
+                 {"id": 2, "type": "af_packet", "iface": sw_core}]
+        self.switch = SwitchProcess(self.tmp, f"lab{self.tag}", ports, workers=self.workers,
+                                    idle_us=self.idle_us).start()
+        self.controller = ControllerProcess(self.tmp, f"ctl{self.tag}", self.controller_config(),
+                                            echo=self.echo).start()
+
+    def controller_config(self) -> dict:
+        a = self.addr
+        subs_file = self.tmp / "subscribers.yaml"
+        import yaml
+        subs = self.subscribers or {
+            "defaults": {"interim_interval": 60},
+            "patterns": [{"match": r"user(\d+)@lab\.test", "password": "pass{1}"}],
+            "users": {"alice@lab.test": {"password": "alice-secret"}},
+        }
+        subs_file.write_text(yaml.safe_dump(subs))
+        cfg = {
+            "name": f"lab-{self.tag}",
+            "switch": {"address": self.switch.address, "election_id": 10},
+            "pipeline": {"build_dir": str(BUILD / "bng"), "program": "bng"},
+            "state_dir": str(self.tmp / "state"),
+            "bng_mac": BNG_MAC,
+            "access_ports": [1],
+            "core": [{"port": 2, "ipv4": a.core_bng, "gateway": str(ipaddress.IPv4Interface(a.core_host).ip),
+                      "ipv6": a.core_bng6, "gateway6": str(ipaddress.IPv6Interface(a.core_host6).ip)}],
+            "pools": {"default": {"prefix": a.pool, "gateway": a.gateway, "dns": a.dns}},
+            "ipv6": {"enabled": True, "wan_pool": a.wan_pool6, "pd_pool": a.pd_pool6, "pd_length": 56,
+                     "dns": ["2001:db8::53"]},
+            "aaa": {"backend": "local", "local": {"subscribers": str(subs_file),
+                                                  "accounting_file": str(self.tmp / "accounting.jsonl")}},
+            "api_socket": str(self.tmp / "api.sock"),
+            "metrics_listen": "",
+        }
+        for k, v in self.controller_overrides.items():
+            if isinstance(v, dict) and isinstance(cfg.get(k), dict):
+                cfg[k] = {**cfg[k], **v}
+            else:
+                cfg[k] = v
+        return cfg
+
+    # ------------------------------------------------------------------
+    def emulator(self, name: str, *args: str) -> EmulatorProcess:
+        e = EmulatorProcess(self.tmp, name, self.access_ns, self.access_if, list(args), echo=self.echo)
+        self.emulators.append(e)
+        return e.start()
+
+    def core(self, *cmd: str, check: bool = True):
+        """Run a command on the core host."""
+        return netlab.sh("ip", "netns", "exec", self.core_ns, *cmd, check=check)
+
+    @property
+    def core_host_ip(self) -> str:
+        return str(ipaddress.IPv4Interface(self.addr.core_host).ip)
+
+    def stop(self) -> None:
+        for e in self.emulators:
+            e.stop(timeout=10)
+        if self.controller is not None:
+            self.controller.stop()
+        if self.switch is not None:
+            self.switch.stop()
+        self.net.cleanup()
