@@ -66,7 +66,12 @@ async def amain(args: argparse.Namespace) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, on_stop)
     if hasattr(aaa, "reload"):
-        loop.add_signal_handler(signal.SIGHUP, lambda: aaa.reload())
+        def reload() -> None:
+            try:
+                aaa.reload()
+            except Exception as e:          # a bad file keeps the previous contents in force
+                log.error("reload of the subscriber file failed, previous contents kept: %s", e)
+        loop.add_signal_handler(signal.SIGHUP, reload)
 
     api = ApiServer(ctl, cfg.api_socket, stop)
     await api.start()

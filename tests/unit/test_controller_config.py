@@ -1,0 +1,34 @@
+"""The controller's config file: the shipped examples load, mistakes are
+named with their path."""
+from pathlib import Path
+
+import pytest
+
+from bng_controller import config
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "configs" / "controller").glob("*.yaml")), ids=lambda p: p.name)
+def test_shipped_configs_load(path):
+    cfg = config.load(path)
+    assert cfg.pools and cfg.switch.address
+
+
+def test_unknown_key_is_named_with_its_path():
+    with pytest.raises(config.ConfigError, match=r"ppp\.echo_intervall: unknown setting"):
+        config.from_dict({"pools": {"p": {"prefix": "10.0.0.0/24", "gateway": "10.0.0.1"}},
+                          "ppp": {"echo_intervall": 3}})
+
+
+def test_a_pool_is_required():
+    with pytest.raises(config.ConfigError, match="pools"):
+        config.from_dict({})
+
+
+def test_bad_values_are_refused():
+    with pytest.raises(config.ConfigError):
+        config.from_dict({"pools": {"p": {"prefix": "10.0.0.0/33", "gateway": "10.0.0.1"}}})
+    with pytest.raises(config.ConfigError, match="default_pool"):
+        config.from_dict({"pools": {"p": {"prefix": "10.0.0.0/24", "gateway": "10.0.0.1"}},
+                          "default_pool": "q"})
