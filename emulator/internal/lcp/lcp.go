@@ -63,6 +63,8 @@ type Policy struct {
 	ev  Events
 	rnd Random
 
+	limit     uint16 // the MRU we ask for on this session (PPP-Max-Payload may raise it)
+	peerLimit uint16 // the largest MRU we let the peer ask for on this session
 	mru       uint16 // our requested MRU
 	sendMRU   bool
 	magic     uint32 // our Magic-Number, 0 once the peer rejected it
@@ -83,10 +85,19 @@ func New(cfg *Config, ev Events, rnd Random) *Policy {
 
 // Reset forgets everything negotiated, for a new PPP session.
 func (p *Policy) Reset() {
+	p.limit, p.peerLimit = p.cfg.MRU, p.cfg.MaxPeerMRU
 	p.mru, p.sendMRU = p.cfg.MRU, true
 	p.magic, p.sendMagic = p.newMagic(), true
 	p.loops = 0
 	p.PeerMRU, p.PeerMagic, p.Auth = p.defaultPeerMRU(), 0, auth.None
+}
+
+// SetMRU overrides the configured MRU limits for this session, after
+// discovery showed whether RFC 4638's PPP-Max-Payload applies. Call it
+// before LCP starts.
+func (p *Policy) SetMRU(mru, maxPeer uint16) {
+	p.limit, p.peerLimit, p.mru = mru, maxPeer, mru
+	p.PeerMRU = p.defaultPeerMRU()
 }
 
 // Magic is our Magic-Number (0 when not negotiated).
@@ -96,8 +107,8 @@ func (p *Policy) Magic() uint32 { return p.magic }
 func (p *Policy) MRU() uint16 { return p.mru }
 
 func (p *Policy) defaultPeerMRU() uint16 {
-	if p.cfg.MaxPeerMRU < DefaultMRU {
-		return p.cfg.MaxPeerMRU
+	if p.peerLimit < DefaultMRU {
+		return p.peerLimit
 	}
 	return DefaultMRU
 }
@@ -136,8 +147,8 @@ func (p *Policy) CheckOption(o ppp.Option, nak []byte) (ppp.Verdict, []byte) {
 			return ppp.Reject, nak
 		}
 		v := binary.BigEndian.Uint16(o.Data)
-		if v > p.cfg.MaxPeerMRU { // RFC 2516 7: no more than 1492 over PPPoE
-			return ppp.Nak, ppp.AppendOptionUint16(nak, OptMRU, p.cfg.MaxPeerMRU)
+		if v > p.peerLimit { // RFC 2516 7: no more than 1492 over PPPoE
+			return ppp.Nak, ppp.AppendOptionUint16(nak, OptMRU, p.peerLimit)
 		}
 		if v < MinMRU {
 			return ppp.Nak, ppp.AppendOptionUint16(nak, OptMRU, MinMRU)
@@ -195,7 +206,7 @@ func (p *Policy) NakReceived(opts []byte) {
 		switch o.Type {
 		case OptMRU:
 			if len(o.Data) == 2 {
-				if v := binary.BigEndian.Uint16(o.Data); v >= MinMRU && v <= p.cfg.MRU {
+				if v := binary.BigEndian.Uint16(o.Data); v >= MinMRU && v <= p.limit {
 					p.mru = v
 				}
 			}

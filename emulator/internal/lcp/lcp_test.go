@@ -16,14 +16,14 @@ type events struct {
 	replies            []uint32
 }
 
-func (e *events) Up(*ppp.FSM)                      { e.up++ }
-func (e *events) Down(*ppp.FSM)                    {}
-func (e *events) Started(*ppp.FSM)                 {}
-func (e *events) Finished(*ppp.FSM)                {}
-func (e *events) EchoReply(id uint8, m uint32)     { e.replies = append(e.replies, m) }
-func (e *events) EchoRequestAnswered()             { e.answered++ }
-func (e *events) ProtocolRejected(p ppp.Protocol)  { e.rejected = append(e.rejected, p) }
-func (e *events) LoopbackDetected()                { e.loop++ }
+func (e *events) Up(*ppp.FSM)                     { e.up++ }
+func (e *events) Down(*ppp.FSM)                   {}
+func (e *events) Started(*ppp.FSM)                {}
+func (e *events) Finished(*ppp.FSM)               {}
+func (e *events) EchoReply(id uint8, m uint32)    { e.replies = append(e.replies, m) }
+func (e *events) EchoRequestAnswered()            { e.answered++ }
+func (e *events) ProtocolRejected(p ppp.Protocol) { e.rejected = append(e.rejected, p) }
+func (e *events) LoopbackDetected()               { e.loop++ }
 
 type out struct{ pkts []ppp.Packet }
 

@@ -110,14 +110,18 @@ func DefaultConfig() Config {
 // Scratch holds the buffers the automata build packets in. One Scratch is
 // shared by every automaton driven by one goroutine.
 type Scratch struct {
-	pkt, cmp, nak, nakOrig, rej []byte
+	pkt, cmp, nak, nakOrig, rej, aux []byte
 }
+
+// Aux is a spare empty buffer for packets built outside the automata (PAP,
+// CHAP, IP); the automata never use it.
+func (s *Scratch) Aux() []byte { return s.aux[:0] }
 
 // NewScratch allocates the buffers once.
 func NewScratch() *Scratch {
 	const n = 1600
 	return &Scratch{pkt: make([]byte, 0, n), cmp: make([]byte, 0, n), nak: make([]byte, 0, n),
-		nakOrig: make([]byte, 0, n), rej: make([]byte, 0, n)}
+		nakOrig: make([]byte, 0, n), rej: make([]byte, 0, n), aux: make([]byte, 0, 10000)}
 }
 
 // FSM is one instance of the RFC 1661 option negotiation automaton.

@@ -72,11 +72,21 @@ func TestErrorTags(t *testing.T) {
 func TestMalformed(t *testing.T) {
 	good := buildPADO([]byte("x"))
 	cases := map[string][]byte{
-		"short":      good[:5],
-		"version":    append([]byte{0x21}, good[1:]...),
-		"length":     good[:len(good)-1],
-		"tag-length": func() []byte { b, o := AppendHeader(nil, CodePADO, 0); b = append(b, 0x01, 0x02, 0x00, 0x09, 'a'); SetLength(b, o); return b }(),
-		"tag-header": func() []byte { b, o := AppendHeader(nil, CodePADO, 0); b = append(b, 0x01, 0x02, 0x00); SetLength(b, o); return b }(),
+		"short":   good[:5],
+		"version": append([]byte{0x21}, good[1:]...),
+		"length":  good[:len(good)-1],
+		"tag-length": func() []byte {
+			b, o := AppendHeader(nil, CodePADO, 0)
+			b = append(b, 0x01, 0x02, 0x00, 0x09, 'a')
+			SetLength(b, o)
+			return b
+		}(),
+		"tag-header": func() []byte {
+			b, o := AppendHeader(nil, CodePADO, 0)
+			b = append(b, 0x01, 0x02, 0x00)
+			SetLength(b, o)
+			return b
+		}(),
 		"max-payload-size": func() []byte {
 			b, o := AppendHeader(nil, CodePADO, 0)
 			b = AppendTag(b, TagPPPMaxPayload, []byte{5})
