@@ -22,7 +22,7 @@ import (
 // engine's virtual clock: deterministic, and a 60 s scenario runs in
 // milliseconds.
 type bench struct {
-	t      *testing.T
+	t      testing.TB
 	e      *Engine
 	ac     *fakeac.AC
 	cfg    *Config
@@ -90,7 +90,7 @@ func acConfig() fakeac.Config {
 	}
 }
 
-func newBench(t *testing.T, cfg *Config, ac fakeac.Config) *bench {
+func newBench(t testing.TB, cfg *Config, ac fakeac.Config) *bench {
 	b := &bench{t: t, cfg: cfg, acCfg: ac}
 	b.e = New(cfg, b)
 	b.ac = fakeac.New(ac, b.e.Sched(), func(f []byte) {
