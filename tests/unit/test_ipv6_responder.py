@@ -664,6 +664,12 @@ def test_time_exceeded_for_subscriber_and_core(env):
     err = c.icmpv6_packet(A("2001:db8:1:5::10"), A("2001:db8::1"), c.Icmpv6(1, 0, b"\0" * 4), 1)
     punt(r, err, reason="TTL_EXPIRED")
     assert sub.transport.take() == []
+    # the L2TP service's entry point does the same
+    r.handle_subscriber_ttl_expired(sub, orig)
+    [out] = sub.transport.take()
+    assert scapy_ok(out).haslayer(si.ICMPv6TimeExceeded)
+    r.handle_subscriber_ttl_expired(sub, b"junk")
+    assert sub.transport.take() == [] and r.counters()["ttl_expired: short ipv6 header"] == 1
     # IPv4 is not ours
     v4 = pppoe.session_frame(L2_UP, SESSION_ID, 0x0021, b"\x45" + b"\0" * 19)
     assert r.on_packet_in("TTL_EXPIRED", 1, {"line_id": LINE_ID}, v4) is False

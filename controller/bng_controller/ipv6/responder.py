@@ -180,6 +180,18 @@ class Ipv6Responder:
             self._count("internal error")
             log.exception("ipv6 packet from session %s", getattr(sub, "sid", "?"))
 
+    def handle_subscriber_ttl_expired(self, sub, ipv6_packet: bytes) -> None:
+        """A packet from inside a session that the data plane punted with
+        hop limit 1 (the L2TP service's entry; PPPoE arrives through
+        on_packet_in): answered with Time Exceeded, or counted."""
+        try:
+            self._ttl_expired_subscriber(sub, ipv6_packet)
+        except (ParseError, Ignored) as e:
+            self._count(f"ttl_expired: {e}")
+        except Exception:
+            self._count("internal error")
+            log.exception("ipv6 time exceeded for session %s", getattr(sub, "sid", "?"))
+
     def _subscriber_packet(self, sub, data: bytes) -> None:
         pkt = parse_ipv6(data)
         link = self._ready(sub)
