@@ -52,10 +52,6 @@ async def amain(args: argparse.Namespace) -> int:
     if cfg.l2tp:
         from .l2tp.service import L2tpService
         ctl.l2tp = L2tpService(ctl, cfg.l2tp)
-    if cfg.ipv6.enabled:
-        from .ipv6.responder import Ipv6Responder
-        ctl.ipv6 = Ipv6Responder(ctl)
-        ctl.sessions.ipv6 = ctl.ipv6
     stop = asyncio.Event()
     terminate = cfg.sessions.shutdown == "terminate"
     loop = asyncio.get_running_loop()

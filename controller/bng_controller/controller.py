@@ -33,6 +33,7 @@ from .aaa.base import AaaBackend, TerminateCause
 from .arp import ArpAgent, Neighbor
 from .config import ControllerConfig
 from .dataplane import BngTables
+from .ipv6.responder import Ipv6Responder
 from .ip_pool import PoolSet
 from .lines import IndexAllocator
 from .p4info_names import P4InfoNames
@@ -107,7 +108,8 @@ class BngController:
         self.ready = asyncio.Event()     # connected, pipeline in place, switch reconciled
         self.started = time.time()
         self.l2tp = None          # l2tp.L2tpService when configured
-        self.ipv6 = None
+        self.ipv6 = Ipv6Responder(self) if cfg.ipv6.enabled else None
+        self.sessions.ipv6 = self.ipv6
         self._setup_core()
 
     # ------------------------------------------------------------------
@@ -122,6 +124,11 @@ class BngController:
             self._watch_nexthop(r.via)
         for p in self.cfg.pools:
             self.local_v4.add(p.gateway)
+        if self.ipv6 is not None:
+            self.ipv6.nd.on_resolved = self._neighbor_changed
+            for addr in self.ipv6.nd.neighbors:            # each core link's gateway6
+                if addr not in self.nexthops:
+                    self.nexthops[addr] = self.nexthop_ids.allocate()
 
     def _core_for(self, addr: ipaddress.IPv4Address):
         for c in self.cfg.core:
@@ -181,9 +188,17 @@ class BngController:
                 break
         for r in self.cfg.routes:
             out.append(t.route_v4(r.prefix, self.nexthops[r.via]))
+        if self.ipv6 is not None:
+            for c in self.cfg.core:
+                if c.gateway6 is not None:
+                    out.append(t.route_v6(ipaddress.IPv6Network("::/0"), self.nexthops[c.gateway6]))
+                    break
+            for net in (self.cfg.ipv6.wan_pool, self.cfg.ipv6.pd_pool):
+                if net is not None:
+                    out.append(t.route_v6(net, 0))          # blackhole: unassigned prefixes
         self._nexthops_installed = set()
         for addr, nh in self.nexthops.items():
-            n = self.arp.neighbors[addr]
+            n = self.arp.neighbors[addr] if addr.version == 4 else self.ipv6.nd.neighbors[addr]
             if n.mac is not None:
                 out.append(t.nexthop(nh, n.port, mac, int.from_bytes(n.mac, "big"), n.vlan))
                 self._nexthops_installed.add(nh)
@@ -228,6 +243,10 @@ class BngController:
                     self.store.delete(snap.get("sid", 0))
             if n:
                 log.info("restored %d sessions from %s", n, self.store.path)
+            if self.ipv6 is not None:
+                for sub in self.sessions.subs.values():
+                    if "ipv6" in sub.installed:
+                        self.ipv6.network_up(sub, announce=False)
             if self.l2tp is not None:
                 await self.l2tp.restore()
         await self._reconcile(actual)
@@ -300,7 +319,9 @@ class BngController:
             if reply is not None:
                 self.switch.packet_out(reply, port)
         elif reason in ("LOCAL_IPV4", "TTL_EXPIRED"):
-            self._ipv4_to_us(reason, port, md, frame)
+            if not (reason == "TTL_EXPIRED" and self.ipv6 is not None
+                    and self.ipv6.on_packet_in(reason, port, md, frame)):
+                self._ipv4_to_us(reason, port, md, frame)
         elif reason in ("L2TP_CONTROL", "L2TP_PPP_CONTROL") and self.l2tp is not None:
             self.l2tp.on_packet_in(reason, port, md, frame)
         elif reason in ("LOCAL_IPV6", "SUBSCRIBER_IPV6_CONTROL") and self.ipv6 is not None:
@@ -362,6 +383,8 @@ class BngController:
             out["dataplane"] = await self.dataplane_counters()
         if self.l2tp is not None:
             out["l2tp"] = self.l2tp.counters()
+        if self.ipv6 is not None:
+            out["ipv6"] = self.ipv6.counters()
         return out
 
     def stats_snapshot(self) -> dict:
@@ -389,6 +412,8 @@ class BngController:
             if self.ready.is_set() and self.switch.connected.is_set():
                 for frame, port in self.arp.tick(self.clock()):
                     self.switch.packet_out(frame, port)
+                if self.ipv6 is not None:
+                    self.ipv6.tick(self.clock())
             await asyncio.sleep(0.5)
 
     async def _flush_loop(self) -> None:

@@ -281,3 +281,16 @@ def test_restart_restores_sessions_and_their_entries(tmp_path):
         deliver_line = mgr2.lines.get(ACCESS_PORT, 7, 9)
         assert deliver_line.line_id == sub.transport.line.line_id
     asyncio.run(run())
+
+
+def test_ipv6cp_rejected_while_ipcp_negotiates_keeps_the_session(tmp_path):
+    """A CPE without IPv6 Protocol-Rejects IPv6CP before IPCP is open: the
+    link must carry on with IPCP, not close for lack of a network protocol."""
+    async def run():
+        mgr, sw, aaa, clock, n = make(tmp_path, ppp={"auth": ["pap"], "ipv6": True, "echo_interval": 10})
+        cpe = ScriptedCpe(b"\x02\xcc\0\0\0\x09", BNG_MAC)
+        await pump(mgr, sw, cpe, [cpe.padi()])
+        assert cpe.ipcp_up
+        [sub] = mgr.subs.values()
+        assert sub.state == State.UP and sub.link.ipv6cp.state.name == "STOPPED"
+    asyncio.run(run())

@@ -305,8 +305,9 @@ class PppLink:
         protocol left the link has no purpose (and would hold an address)."""
         if self.phase != Phase.NETWORK:
             return
-        others = [f for f in (self.ipcp, self.ipv6cp) if f is not None and f.state == State.OPENED]
-        if not others:
+        finished = (State.INITIAL, State.STARTING, State.CLOSED, State.STOPPED)
+        alive = [f for f in (self.ipcp, self.ipv6cp) if f is not None and f.state not in finished]
+        if not alive:
             self.close("no network protocol")
 
     def _link_down(self, reason: str, peer_dead: bool = False) -> None:
