@@ -501,3 +501,97 @@ func TestPADIFlood(t *testing.T) {
 		t.Fatalf("flood sent %d answered %d established %d", r.PADIFloodSent, r.PADIFloodAnswered, r.Established)
 	}
 }
+
+// RFC 4638: with PPP-Max-Payload echoed in PADO/PADS both ends may use an
+// MRU above 1492; without it the client keeps (and enforces) 1492.
+func TestPPPMaxPayload(t *testing.T) {
+	for _, echo := range []bool{true, false} {
+		cfg := baseConfig(1)
+		cfg.Session.MaxPayload = 1500
+		ac := acConfig()
+		ac.MaxPayload, ac.LCPMRU = echo, 1500
+		b := newBench(t, cfg, ac).start()
+		b.finish(30 * time.Second)
+		if b.e.Report(false).Established != 1 {
+			t.Fatalf("echo=%v: not established", echo)
+		}
+		acs := b.ac.Sessions[0]
+		want := uint16(1492)
+		if echo {
+			want = 1500
+		}
+		if acs.PeerMRU() != want {
+			t.Fatalf("echo=%v: client requested MRU %d, want %d", echo, acs.PeerMRU(), want)
+		}
+	}
+}
+
+func TestRepliesOnTheWrongVLANAreRefused(t *testing.T) {
+	cfg := baseConfig(1)
+	cfg.Lines = []ethernet.Tags{ethernet.SingleTagged(100)}
+	cfg.Session.SetupTimeout = 5 * time.Second
+	ac := acConfig()
+	ac.ReplyLine = func(ethernet.Tags) ethernet.Tags { return ethernet.SingleTagged(101) }
+	b := newBench(t, cfg, ac).start()
+	b.finish(30 * time.Second)
+	r := b.e.Report(false)
+	if r.FailedReasons[session.ReasonDiscoveryTimeout] != 1 || r.ProtocolErrors["wrong_vlan"] == 0 {
+		t.Fatalf("failed %v errors %v", nonZero(r.FailedReasons), r.ProtocolErrors)
+	}
+}
+
+func TestMSCHAPv2WrongPasswordIsAnExpectedReject(t *testing.T) {
+	cfg := baseConfig(4)
+	cfg.WrongPasswordEvery = 2
+	ac := acConfig()
+	ac.Auth = auth.MSCHAPv2
+	b := newBench(t, cfg, ac).start()
+	b.finish(30 * time.Second)
+	r := b.e.Report(true)
+	if r.Established != 2 || r.ExpectedRejects != 2 || r.Failed != 0 || b.e.ExitCode() != 0 {
+		t.Fatalf("established %d rejects %d failed %v", r.Established, r.ExpectedRejects, nonZero(r.FailedReasons))
+	}
+	if !strings.Contains(r.Sessions[1].FailureDetail, "E=691") {
+		t.Fatalf("failure detail %q", r.Sessions[1].FailureDetail)
+	}
+}
+
+// FuzzSessionFrames: whatever a (buggy) BNG sends into an established
+// session, or as a discovery frame, the emulator neither panics nor stops
+// serving its other sessions.
+func FuzzSessionFrames(f *testing.F) {
+	f.Add(uint16(0xc021), []byte{1, 1, 0, 8, 1, 4, 5, 0xdc})
+	f.Add(uint16(0xc021), []byte{9, 1, 0, 8, 0, 0, 0, 1})
+	f.Add(uint16(0x8021), []byte{1, 1, 0, 10, 3, 6, 10, 0, 0, 1})
+	f.Add(uint16(0x0021), ipv4.AppendICMPEcho(nil, netip.MustParseAddr("198.51.100.1"), netip.MustParseAddr("100.64.1.1"), 1, 8, 1, 1, nil))
+	f.Add(uint16(0xc223), []byte{1, 7, 0, 21, 16, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16})
+	f.Add(uint16(0x8863), []byte{0x11, 0xa7, 0x01, 0x01, 0, 0})
+	f.Fuzz(func(t *testing.T, proto uint16, payload []byte) {
+		cfg := baseConfig(2)
+		cfg.Hold = true
+		cfg.Session.IPv6 = true
+		b := newBench(t, cfg, acConfig()).start()
+		b.run(30*time.Second, func() bool { return b.e.Phase() == PhaseRunning })
+		if b.e.Report(false).Established != 2 {
+			t.Fatal("bench did not come up")
+		}
+		acs := b.ac.Sessions[0]
+		var frame []byte
+		if proto == 0x8863 { // a raw discovery frame
+			frame = ethernet.AppendHeader(nil, cfg.MACOf(1), acConfig().MAC, ethernet.Untagged(), ethernet.TypePPPoEDiscovery)
+			frame = append(frame, payload...)
+		} else { // a PPP frame of protocol proto in the established session
+			frame = ethernet.AppendHeader(nil, cfg.MACOf(1), acConfig().MAC, ethernet.Untagged(), ethernet.TypePPPoESession)
+			var off int
+			frame, off = pppoe.AppendHeader(frame, pppoe.CodeSession, acs.SID)
+			frame = append(frame, byte(proto>>8), byte(proto))
+			frame = append(frame, payload...)
+			pppoe.SetLength(frame, off)
+		}
+		b.e.HandleFrame(frame)
+		b.run(b.e.Now()+20*time.Second, nil)
+		if s := b.e.Sessions()[1]; s.Phase() != session.Established {
+			t.Fatalf("the other session is %v", s.Phase())
+		}
+	})
+}

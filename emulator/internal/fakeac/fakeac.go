@@ -38,7 +38,13 @@ type Config struct {
 	NoHostUniq  bool // "forget" to echo Host-Uniq (a BNG bug)
 	AnswerEcho  bool
 	PPP         ppp.Config
-	IgnorePADIs int // answer no PADO to the first N PADIs
+	IgnorePADIs int  // answer no PADO to the first N PADIs
+	MaxPayload  bool // echo RFC 4638 PPP-Max-Payload
+	// ReplyLine, when set, picks the tags of the AC's discovery replies
+	// (to script a BNG answering on the wrong VLAN).
+	ReplyLine func(ethernet.Tags) ethernet.Tags
+	// LCPMRU is the MRU the AC requests (default 1492).
+	LCPMRU uint16
 }
 
 // Session is the AC's state for one client MAC.
@@ -135,9 +141,16 @@ func (ac *AC) discovery(f *ethernet.Frame, h pppoe.Header) {
 		ac.errorf("bad discovery tags")
 		return
 	}
+	line := f.Tags
+	if ac.cfg.ReplyLine != nil {
+		line = ac.cfg.ReplyLine(line)
+	}
 	echo := func(b []byte) []byte {
 		if d.HasHostUniq && !ac.cfg.NoHostUniq {
 			b = pppoe.AppendTag(b, pppoe.TagHostUniq, d.HostUniq)
+		}
+		if d.HasMaxPayload && ac.cfg.MaxPayload {
+			b = pppoe.AppendTag(b, pppoe.TagPPPMaxPayload, []byte{byte(d.MaxPayload >> 8), byte(d.MaxPayload)})
 		}
 		if d.HasRelay {
 			b = pppoe.AppendTag(b, pppoe.TagRelaySessionID, d.RelaySession)
@@ -154,7 +167,7 @@ func (ac *AC) discovery(f *ethernet.Frame, h pppoe.Header) {
 		if ac.padis <= ac.cfg.IgnorePADIs {
 			return
 		}
-		ac.discoveryFrame(f.Src, f.Tags, pppoe.CodePADO, 0, func(b []byte) []byte {
+		ac.discoveryFrame(f.Src, line, pppoe.CodePADO, 0, func(b []byte) []byte {
 			b = pppoe.AppendTag(b, pppoe.TagACName, []byte(ac.cfg.Name))
 			for _, s := range ac.cfg.Services {
 				b = pppoe.AppendTag(b, pppoe.TagServiceName, []byte(s))
@@ -173,7 +186,7 @@ func (ac *AC) discovery(f *ethernet.Frame, h pppoe.Header) {
 			return
 		}
 		if ac.cfg.PADSError != 0 {
-			ac.discoveryFrame(f.Src, f.Tags, pppoe.CodePADS, 0, func(b []byte) []byte {
+			ac.discoveryFrame(f.Src, line, pppoe.CodePADS, 0, func(b []byte) []byte {
 				return echo(pppoe.AppendTag(b, ac.cfg.PADSError, []byte("scripted failure")))
 			})
 			return
@@ -183,7 +196,7 @@ func (ac *AC) discovery(f *ethernet.Frame, h pppoe.Header) {
 		if fresh {
 			s = ac.newSession(f.Src, f.Tags) // a retransmitted PADR reuses the session
 		}
-		ac.discoveryFrame(f.Src, f.Tags, pppoe.CodePADS, s.SID, func(b []byte) []byte {
+		ac.discoveryFrame(f.Src, line, pppoe.CodePADS, s.SID, func(b []byte) []byte {
 			b = pppoe.AppendTag(b, pppoe.TagServiceName, d.ServiceNames[0])
 			return echo(b)
 		})
@@ -203,7 +216,11 @@ func (ac *AC) discovery(f *ethernet.Frame, h pppoe.Header) {
 func (ac *AC) newSession(mac ethernet.MAC, line ethernet.Tags) *Session {
 	ac.nextSID++
 	s := &Session{ac: ac, Client: mac, Line: line, SID: ac.nextSID}
-	s.lcpPol = &serverLCP{s: s, auth: ac.cfg.Auth, magic: 0xac000000 | uint32(s.SID)}
+	mru := ac.cfg.LCPMRU
+	if mru == 0 {
+		mru = 1492
+	}
+	s.lcpPol = &serverLCP{s: s, auth: ac.cfg.Auth, magic: 0xac000000 | uint32(s.SID), mru: mru}
 	s.LCP = ppp.NewFSM(ppp.ProtoLCP, &ac.cfg.PPP, s.lcpPol, s, ac.sched, ac.sc, 0x40)
 	s.ipcpPol = &serverIPCP{s: s}
 	s.IPCP = ppp.NewFSM(ppp.ProtoIPCP, &ac.cfg.PPP, s.ipcpPol, s, ac.sched, ac.sc, 0x80)
@@ -223,6 +240,9 @@ func (ac *AC) SendPADT(s *Session) {
 
 // Terminate closes the session's LCP (Terminate-Request).
 func (ac *AC) Terminate(s *Session) { s.LCP.Close() }
+
+// PeerMRU is the MRU the client requested of this session's LCP.
+func (s *Session) PeerMRU() uint16 { return s.lcpPol.PeerMRU }
 
 // Session looks a client up.
 func (ac *AC) Session(mac ethernet.MAC) *Session { return ac.byMAC[mac] }
@@ -569,13 +589,15 @@ func (s *Session) Finished(f *ppp.FSM) {
 // ---- the AC's option policies ----
 
 type serverLCP struct {
-	s     *Session
-	auth  auth.Method
-	magic uint32
+	s       *Session
+	auth    auth.Method
+	magic   uint32
+	mru     uint16
+	PeerMRU uint16 // what the client asked for
 }
 
 func (p *serverLCP) AppendRequest(b []byte) []byte {
-	b = ppp.AppendOptionUint16(b, lcp.OptMRU, 1492)
+	b = ppp.AppendOptionUint16(b, lcp.OptMRU, p.mru)
 	if p.auth != auth.None {
 		b = ppp.AppendOption(b, lcp.OptAuthProtocol, p.auth.OptionData())
 	}
@@ -584,13 +606,22 @@ func (p *serverLCP) AppendRequest(b []byte) []byte {
 func (p *serverLCP) BeginRequest() {}
 func (p *serverLCP) CheckOption(o ppp.Option, nak []byte) (ppp.Verdict, []byte) {
 	switch o.Type {
-	case lcp.OptMRU, lcp.OptMagic:
+	case lcp.OptMRU:
+		if len(o.Data) != 2 {
+			return ppp.Reject, nak
+		}
+		p.PeerMRU = binary.BigEndian.Uint16(o.Data)
+		return ppp.Ack, nak
+	case lcp.OptMagic:
 		return ppp.Ack, nak
 	}
 	return ppp.Reject, nak
 }
 func (p *serverLCP) NakReceived(opts []byte) {
 	ppp.ForEachOption(opts, func(o ppp.Option) {
+		if o.Type == lcp.OptMRU && len(o.Data) == 2 {
+			p.mru = binary.BigEndian.Uint16(o.Data)
+		}
 		if o.Type == lcp.OptAuthProtocol {
 			if m, ok := auth.MethodFromOption(o.Data); ok {
 				p.auth = m
