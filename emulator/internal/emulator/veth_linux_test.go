@@ -91,7 +91,15 @@ func TestRealLinkQinQ(t *testing.T) {
 	acCfg.Auth = auth.CHAPMD5
 	stop := make(chan struct{})
 	ac, acDone := runAC(t, b, acCfg, stop)
-	defer func() { close(stop); <-acDone }()
+	stopAC := func() {
+		select {
+		case <-stop:
+		default:
+			close(stop)
+		}
+		<-acDone
+	}
+	defer stopAC()
 
 	dir := t.TempDir()
 	cfg := baseConfig(40)
@@ -128,6 +136,7 @@ func TestRealLinkQinQ(t *testing.T) {
 		}
 	}
 	time.Sleep(200 * time.Millisecond) // the PADTs reach the AC
+	stopAC()                           // before looking at its state
 	padts := 0
 	for _, s := range ac.Sessions {
 		if s.PADTReceived {
