@@ -204,11 +204,37 @@ def test_go_back_after_timeout_then_window_reopens():
     clk.t = 1.1                                     # both lost
     a.on_timer()
     assert [m.ns for m in decoded(a)] == [1]        # cwnd back to 1, oldest first
-    assert deliver(b, [first[1]]) == []             # a late copy of 2 arrives first: queued
+    assert deliver(b, [first[1]]) == []             # a late copy of 2 arrives first: queued,
+    (dup,) = decoded(b)                             # and a duplicate ZLB tells of the hole
+    assert dup.is_zlb and dup.nr == 1
     got = deliver(b, [first[0]])
     assert [serial(m) for m in got] == [1, 2]
-    a.receive(decode_control(b.drain()[0]))         # immediate ack: half the window waiting
+    (ack,) = decoded(b)                             # at once: half the window was waiting
+    assert ack.nr == 3
+    a.receive(dup)
+    a.receive(ack)
     assert [m.ns for m in decoded(a)] == [3]
+
+
+def test_fast_retransmit_on_three_duplicate_zlbs():
+    clk = Clock()
+    a, b = pair(clk, slow_start=False, receive_window=8)
+    for i in range(6):
+        a.send(0, body(i))
+    sent = decoded(a)
+    dups = []
+    for m in sent[1:4]:                             # 0 is lost; 1, 2, 3 arrive
+        deliver(b, [m])
+        dups += decoded(b)
+    assert [(z.is_zlb, z.nr) for z in dups] == [(True, 0)] * 3
+    for z in dups[:2]:
+        a.receive(z)
+    assert a.out == []
+    a.receive(dups[2])                              # the third: resend the oldest now, not after 1 s
+    (m,) = decoded(a)
+    assert m.ns == 0 and a.counters["fast retransmit"] == 1 and a.retries == 0
+    got = deliver(b, [m])
+    assert [serial(x) for x in got] == [0, 1, 2, 3]
 
 
 def test_zlb_only_when_nothing_to_piggy_back():

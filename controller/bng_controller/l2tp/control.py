@@ -20,11 +20,18 @@ defaults, the "full retransmission cycle" of section 5.7) and the owner
 clears the tunnel. A retransmission timeout goes back to the oldest
 unacknowledged message and resends in order as the window reopens
 (go-back-N; the receiver discards and re-acknowledges what it already had).
+Three ZLBs in a row that acknowledge nothing new while messages are in
+flight mean the peer is receiving past a hole (it acknowledges every
+out-of-order arrival at once): the oldest message is resent at once and
+the congestion window halved (TCP's fast retransmit, in the spirit of
+Appendix A), so one loss costs a round trip instead of a 1 s timeout; the
+retry count and back-off are untouched.
 Only AVP bytes are stored; the header is packed at each transmission, so
 a retransmission carries the current Nr.
 
 Receiving. A message with the expected Ns is delivered, followed by any
-queued successors; one ahead of it within our receive window is queued;
+queued successors; one ahead of it within our receive window is queued
+and acknowledged at once (the duplicate ZLB tells the peer of the hole);
 one behind it (RFC 2661 5.8: the preceding 32767 values) is a duplicate,
 not delivered but acknowledged at once (our ZLB may have been lost). An
 acknowledgement rides on the next message the owner sends; if the owner
@@ -87,8 +94,10 @@ class ControlChannel:
         self._rto = self.cfg.retransmit_initial
         self.retries = 0
         self._rtx_at: float | None = None
+        self._dup_zlbs = 0
         # receiving
         self.nr = 0                      # Ns expected next from the peer
+        self.delivered = 0               # messages delivered so far (progress, for the owner)
         self._ooo: dict[int, ControlMessage] = {}
         self._ack_at: float | None = None
         self._ack_now = False
@@ -107,6 +116,11 @@ class ControlChannel:
     @property
     def queued(self) -> int:
         return len(self._queue)
+
+    def acked(self, ns: int) -> bool:
+        """The peer has acknowledged our message `ns`."""
+        q = self._queue
+        return not q or seq_lt(ns, q[0][0])
 
     def _count(self, what: str, n: int = 1) -> None:
         self.counters[what] = self.counters.get(what, 0) + n
@@ -200,7 +214,7 @@ class ControlChannel:
         """Process Ns/Nr of a received message; returns the messages now
         deliverable, in order (none for a ZLB, a duplicate or a gap)."""
         self._last_rx = self.clock()
-        self._process_ack(msg.nr)
+        self._process_ack(msg.nr, msg.msg_type is None)
         if msg.msg_type is None:
             self._count("rx ZLB")
             return []
@@ -216,6 +230,7 @@ class ControlChannel:
                 out.append(nxt)
                 nr = (nr + 1) & 0xFFFF
             self.nr = nr
+            self.delivered += len(out)
             self._rx_unacked += len(out)
             if self._ack_at is None:
                 self._ack_at = self.clock() + self.cfg.ack_delay
@@ -229,8 +244,7 @@ class ControlChannel:
                 self._count("out of order")
             else:
                 self._count("duplicate")
-            if self._ack_at is None:
-                self._ack_at = self.clock() + self.cfg.ack_delay
+            self._ack_now = True
         else:
             self._count("beyond window")
         return []
@@ -248,19 +262,25 @@ class ControlChannel:
         """Acknowledge at the next `after_input()` instead of after the delay."""
         self._ack_now = True
 
-    def _process_ack(self, nr: int) -> None:
+    def _process_ack(self, nr: int, zlb: bool) -> None:
         q = self._queue
         if not q:
             return
         una = q[0][0]
         d = (nr - una) & 0xFFFF
         if d == 0:
+            if zlb and self._in_flight:
+                self._dup_zlbs += 1
+                if self._dup_zlbs == 3:
+                    self._fast_retransmit()
             return
         if d > ((self._snd_max - una) & 0xFFFF):
-            self._count("bad nr")            # acknowledges what we never sent
-            return
+            if d < 0x8000:
+                self._count("bad nr")        # acknowledges what we never sent
+            return                           # else an older ack, overtaken by a newer one
         for _ in range(d):
             q.popleft()
+        self._dup_zlbs = 0
         self._in_flight = max(0, self._in_flight - d)
         self.retries = 0
         self._rto = self.cfg.retransmit_initial
@@ -270,6 +290,13 @@ class ControlChannel:
             self.cwnd = min(self.cwnd + d / self.cwnd, float(self.peer_window))
         self._rtx_at = self.clock() + self._rto if self._in_flight else None
         self._pump()
+
+    def _fast_retransmit(self) -> None:
+        self._count("fast retransmit")
+        self.ssthresh = max(self.cwnd / 2, 1.0)
+        self.cwnd = self.ssthresh
+        self._transmit(self._queue[0])
+        self._rtx_at = self.clock() + self._rto
 
     # ---- timers ----
     def next_deadline(self) -> float | None:
@@ -297,6 +324,7 @@ class ControlChannel:
                 self._count("peer not responding")
                 return
             self.retries += 1
+            self._dup_zlbs = 0
             self._count("retransmit")
             self.ssthresh = max(self.cwnd / 2, 1.0)
             self.cwnd = 1.0
