@@ -4,7 +4,7 @@
 SHELL := /bin/bash
 PY := .venv/bin/python
 
-.PHONY: setup lab test unit-test p4 p4-check switch bench bench-tables bench-dataplane bench-bng clean
+.PHONY: setup lab test unit-test p4 p4-check switch emulator bench bench-tables bench-dataplane bench-bng clean
 
 setup:
 	bash scripts/setup.sh
@@ -30,6 +30,9 @@ p4-check:
 switch: setup
 	make -s -C targets/dpdk
 
+emulator:
+	make -s -C emulator
+
 bench: bench-tables bench-dataplane
 
 bench-tables: setup
@@ -45,3 +48,4 @@ bench-bng: setup
 
 clean:
 	make -C targets/dpdk clean
+	make -C emulator clean

@@ -105,6 +105,7 @@ class PppoeLab:
             "state_dir": str(self.tmp / "state"),
             "bng_mac": BNG_MAC,
             "access_ports": [1],
+            "ppp": {"auth": ["chap-md5", "mschapv2", "pap"]},
             "core": [{"port": 2, "ipv4": a.core_bng, "gateway": str(ipaddress.IPv4Interface(a.core_host).ip),
                       "ipv6": a.core_bng6, "gateway6": str(ipaddress.IPv6Interface(a.core_host6).ip)}],
             "pools": {"default": {"prefix": a.pool, "gateway": a.gateway, "dns": a.dns}},

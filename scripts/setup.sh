@@ -14,6 +14,8 @@ log() { printf '[setup] %s\n' "$*"; }
 # xl2tpd, l2tpns: third-party L2TP peers for the interop tests.
 APT_PKGS=(dpdk libdpdk-dev dpdk-doc iputils-ping pkg-config gcc make libpcap-dev iproute2 ethtool tcpdump
           python3 python3-venv python3-pip xz-utils ca-certificates freeradius freeradius-utils)
+# Go for the subscriber emulator (emulator/, stdlib only, Go >= 1.19)
+command -v go >/dev/null 2>&1 || [ -x /usr/local/go/bin/go ] || APT_PKGS+=(golang-go)
 missing=()
 for p in "${APT_PKGS[@]}"; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then
@@ -56,6 +58,9 @@ fi
 
 log "building libbsw"
 make -s -C targets/dpdk
+
+log "building subemu (PPPoE subscriber emulator)"
+make -s -C emulator
 
 if [ ! -x .venv/bin/python ]; then
   log "python venv .venv"

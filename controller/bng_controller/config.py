@@ -108,6 +108,19 @@ class DynAuthConfig:
 
 
 @dataclass
+class PuntPolicerConfig:
+    """Packets/s the data plane hands the controller, per punt reason: what
+    the controller can digest, so a flood of one kind (PADIs, TTL-expired
+    traffic) cannot starve the others or the forwarding path."""
+    default_pps: int = 1000
+    burst_seconds: float = 1.0         # a setup burst of this long at full rate passes
+    rates: dict[str, int] = field(default_factory=lambda: {
+        "PPPOE_DISCOVERY": 2000, "PPP_CONTROL": 10000, "L2TP_CONTROL": 5000, "L2TP_PPP_CONTROL": 10000,
+        "ARP": 500, "LOCAL_IPV4": 1000, "LOCAL_IPV6": 1000, "SUBSCRIBER_IPV6_CONTROL": 5000,
+        "TTL_EXPIRED": 200})
+
+
+@dataclass
 class ControllerConfig:
     name: str = "bng"
     switch: SwitchConfig = field(default_factory=SwitchConfig)
@@ -131,6 +144,7 @@ class ControllerConfig:
     log_level: str = "info"
     log_format: str = "text"              # text or json (one object per line)
     l2tp: dict = field(default_factory=dict)   # LAC/LNS (l2tp/config.py)
+    punt_policer: PuntPolicerConfig = field(default_factory=PuntPolicerConfig)
 
     @property
     def state_path(self) -> Path:
@@ -184,6 +198,10 @@ def from_dict(raw: dict) -> ControllerConfig:
         c.sessions = _fill(SessionsConfig(), raw.pop("sessions", None), "sessions")
         c.accounting = _fill(AccountingConfig(), raw.pop("accounting", None), "accounting")
         c.dynauth = _fill(DynAuthConfig(), raw.pop("dynauth", None), "dynauth")
+        pp = raw.pop("punt_policer", None) or {}
+        c.punt_policer = _fill(PuntPolicerConfig(), {k: v for k, v in pp.items() if k != "rates"},
+                               "punt_policer")
+        c.punt_policer.rates.update(pp.get("rates") or {})
         if "bng_mac" in raw:
             raw["bng_mac"] = mac_bytes(raw["bng_mac"])
         _fill(c, raw, "config")

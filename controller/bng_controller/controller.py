@@ -46,11 +46,6 @@ from .session_store import SessionStore
 
 log = logging.getLogger("bng.controller")
 
-# Punt policer rates (packets/s) by punt reason; the rest get DEFAULT.
-PUNT_RATES = {"PPPOE_DISCOVERY": 2000, "PPP_CONTROL": 20000, "L2TP_CONTROL": 10000,
-              "L2TP_PPP_CONTROL": 20000, "ARP": 500, "LOCAL_IPV4": 1000, "LOCAL_IPV6": 1000,
-              "SUBSCRIBER_IPV6_CONTROL": 5000, "TTL_EXPIRED": 200}
-PUNT_RATE_DEFAULT = 1000
 
 
 def entry_key(e: p4r.TableEntry) -> bytes:
@@ -291,11 +286,13 @@ class BngController:
     async def _configure_meters(self, kept: bool) -> None:
         t = self.tables
         updates = []
+        pp = self.cfg.punt_policer
         for name, value in self.punt_values.items():
             if name == "NONE":
                 continue
-            rate = PUNT_RATES.get(name, PUNT_RATE_DEFAULT)
-            updates.append(t.b.meter_entry("punt_meter", value, cir=rate, cburst=max(rate // 10, 50)))
+            rate = pp.rates.get(name, pp.default_pps)
+            burst = max(int(rate * pp.burst_seconds), 10)
+            updates.append(t.b.meter_entry("punt_meter", value, cir=rate, cburst=burst))
         if not kept:
             updates += self.sessions.desired_meters()
         errors = await self.switch.write(modifies(updates))
