@@ -622,3 +622,98 @@ def test_fuzz_established_endpoints(data):
             assert tun.state is not TunnelState.CLOSED
             for s in tun.sessions.values():
                 assert s.tunnel is tun and s.state is not SessionState.CLOSED
+
+
+# ---- smaller pieces ----
+def test_retransmitted_sccrq_finds_its_tunnel():
+    net = make()
+    t = net.lac.open_tunnel(LNS_ADDR)
+    sccrq = net.lac.out[0].payload
+    net.lns.receive(sccrq, LAC_ADDR)
+    net.lns.receive(sccrq, LAC_ADDR)                        # our SCCRP was lost: same SCCRQ again
+    assert len(net.lns.tunnels) == 1
+    lt = lns_tunnel(net)
+    assert lt.counters["duplicate"] == 1 and lt.counters["rx SCCRQ"] == 1
+    net.lns.drain()
+    assert net.run(up(net), limit=10) and t.established
+
+
+def test_unsupported_protocol_version_refused():
+    net = make()
+    t = net.lac.open_tunnel(LNS_ADDR)
+    orig = t._scc_avps
+
+    def v2(mt):
+        mb = orig(mt)
+        mb.parts[1] = encode_avp(C.PROTOCOL_VERSION, b"\x02\x00")     # right after Message Type
+        return mb
+    net.lac.drain()
+    t.channel = type(t.channel)(net.clock, t.cfg.channel, t.counters)
+    t._scc_avps = v2
+    t.start()
+    t.flush()
+    assert net.run(lambda: bool(net.of(net.lac, TunnelDown)), limit=10)
+    assert net.of(net.lac, TunnelDown)[0].result == ResultCode(C.STOP_BAD_VERSION, 0x0100, "version 1.0 only")
+
+
+def test_calls_we_do_not_take_are_refused():
+    net = make(lns_cfg=TunnelConfig(host_name="lns", secret=SECRET, accept_calls=False))
+    t = net.lac.open_tunnel(LNS_ADDR)
+    s = net.lac.open_session(t, call(1))
+    assert net.run(lambda: bool(net.of(net.lac, SessionDown)), limit=10)
+    assert net.of(net.lac, SessionDown)[0].result.result == C.CDN_NO_FACILITIES_PERMANENT
+    assert s.state is SessionState.CLOSED
+    # an outgoing call request (LNS -> LAC) is refused too
+    lt = lns_tunnel(net)
+    ocrq = MessageBuilder(C.OCRQ).add(C.ASSIGNED_SESSION_ID, 77).add(C.CALL_SERIAL_NUMBER, 1)
+    lt.channel.send(0, ocrq.body())
+    lt.flush()
+    assert net.run(lambda: t.counters.get("call refused", 0) == 1 and lt.counters.get("rx CDN", 0) == 1,
+                   limit=10)
+    cdn = [m for m in (decode_control(p) for _, p in net.tap) if m.msg_type == C.CDN][-1]
+    assert cdn.session_id == 77 and cdn.get(C.RESULT_CODE).result == C.CDN_NO_FACILITIES_PERMANENT
+
+
+def test_id_allocator():
+    from bng_controller.l2tp.ids import IdAllocator
+    a = IdAllocator(random.Random(1), max_id=5)
+    got = [a.allocate() for _ in range(5)]
+    assert sorted(got) == [1, 2, 3, 4, 5] and a.allocate() is None and len(a) == 5
+    a.release(got[2])
+    assert a.allocate() == got[2]
+    a.release(got[0])
+    a.release(got[1])
+    assert a.allocate() == got[0]                         # the cursor moves on: oldest free first
+    b = IdAllocator(random.Random(2))
+    first = b.allocate()
+    b.release(first)
+    assert b.allocate() != first                          # not handed out again at once
+    assert not b.reserve(0) and b.reserve(first) and not b.reserve(first)
+
+
+def test_config_from_dict():
+    c = TunnelConfig.from_dict({"host_name": "lac1", "secret": "s3", "hide": [33, [3561, 1]],
+                                "receive_window": 8, "channel": {"hello_interval": 30}, "auto_accept": True})
+    assert c.secret == b"s3" and c.hide == frozenset({(0, 33), (3561, 1)}) and c.auto_accept
+    assert c.channel.receive_window == 8 and c.channel.hello_interval == 30
+    with pytest.raises(ValueError):
+        TunnelConfig.from_dict({"no_such": 1})
+
+
+def test_one_timer_heap_for_all_tunnels():
+    clock = Clock()
+    ep = L2tpEndpoint(TunnelConfig(secret=SECRET), clock, random.Random(5))
+    ts = [ep.open_tunnel((f"198.51.100.{i}", 1701)) for i in range(1, 4)]
+    assert ep.next_deadline() == pytest.approx(clock.t + 1)      # first retransmissions
+    assert len(ep._heap) == 3 and len(ep.drain()[0]) == 3                # the SCCRQs
+    clock.t += 1
+    ep.on_timer()
+    out, _ = ep.drain()
+    assert len(out) == 3 and {d.peer for d in out} == {t.peer for t in ts}
+    assert ep.next_deadline() == pytest.approx(clock.t + 2)
+    ep.close_tunnel(ts[0])
+    while ep.next_deadline() is not None:
+        clock.t = ep.next_deadline()
+        ep.on_timer()
+    assert not ep.tunnels and clock.t == pytest.approx(1000 + 31)   # all given up after 31 s
+    assert [type(e) for e in ep.drain()[1]] == [TunnelDown] * 3

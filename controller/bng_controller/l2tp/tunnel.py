@@ -107,10 +107,13 @@ class TunnelConfig:
     @classmethod
     def from_dict(cls, d: dict | None) -> "TunnelConfig":
         """From YAML: `secret` a string, `hide` AVP attribute numbers
-        (vendor 0) or [vendor, attribute] pairs, channel settings inline."""
+        (vendor 0) or [vendor, attribute] pairs, channel settings inline
+        or under `channel`."""
         c = cls()
         ch = ChannelConfig()
-        for k, v in (d or {}).items():
+        items = dict(d or {})
+        items.update(items.pop("channel", None) or {})
+        for k, v in items.items():
             if hasattr(ch, k):
                 setattr(ch, k, v)
             elif k == "secret":
