@@ -11,13 +11,15 @@ piece is a process or a namespace that `stop()` removes.
 from __future__ import annotations
 
 import ipaddress
+import sys
 import tempfile
+import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import netlab
-from .processes import ControllerProcess, EmulatorProcess
+from .processes import ControllerProcess, EmulatorProcess, LoggedProcess
 from .switch_process import BUILD, SwitchProcess
 
 BNG_MAC = "02:bb:00:00:00:01"
@@ -54,6 +56,7 @@ class PppoeLab:
         self.switch: SwitchProcess | None = None
         self.controller: ControllerProcess | None = None
         self.emulators: list[EmulatorProcess] = []
+        self.helpers: list[LoggedProcess] = []
         self.access_ns = self.core_ns = ""
         self.access_if = self.core_if = ""
 
@@ -87,6 +90,19 @@ class PppoeLab:
                                     idle_us=self.idle_us).start()
         self.controller = ControllerProcess(self.tmp, f"ctl{self.tag}", self.controller_config(),
                                             echo=self.echo).start()
+        self.wait_next_hops()
+
+    def wait_next_hops(self, timeout: float = 20.0) -> None:
+        """Until the controller has resolved every next hop of its routes:
+        before that, upstream traffic is dropped as NO_ROUTE."""
+        deadline = time.time() + timeout
+        while True:
+            hops = self.controller.api("status")["next_hops"]
+            if all(hops.values()):
+                return
+            if time.time() > deadline:
+                raise RuntimeError(f"next hops not resolved: {hops}")
+            time.sleep(0.2)
 
     def controller_config(self) -> dict:
         a = self.addr
@@ -129,6 +145,15 @@ class PppoeLab:
         self.emulators.append(e)
         return e.start()
 
+    def udp_sink(self, port: int = 9) -> LoggedProcess:
+        """A UDP receiver on the core host (streams end there, silently)."""
+        p = LoggedProcess(f"sink{port}", self.echo)
+        p._launch(["ip", "netns", "exec", self.core_ns, sys.executable, "-m", "bng_lab.udp_sink",
+                   "--port", str(port)])
+        p.wait_for("udp sink", 10)
+        self.helpers.append(p)
+        return p
+
     def core(self, *cmd: str, check: bool = True):
         """Run a command on the core host."""
         return netlab.sh("ip", "netns", "exec", self.core_ns, *cmd, check=check)
@@ -138,7 +163,7 @@ class PppoeLab:
         return str(ipaddress.IPv4Interface(self.addr.core_host).ip)
 
     def stop(self) -> None:
-        for e in self.emulators:
+        for e in self.emulators + self.helpers:
             e.stop(timeout=10)
         if self.controller is not None:
             self.controller.stop()

@@ -161,6 +161,15 @@ class BngController:
         else:
             log.info("next hop %s is %s", n.addr, pppoe.mac_str(n.mac) if n.mac else "unresolved")
 
+    def next_hop_status(self) -> dict[str, str | None]:
+        """Each next hop the routes use and its MAC (None: unresolved, its
+        routes drop as NO_ROUTE)."""
+        out = {}
+        for addr in self.nexthops:
+            n = self.arp.neighbors.get(addr) if addr.version == 4 else self.ipv6.nd.neighbors.get(addr)
+            out[str(addr)] = pppoe.mac_str(n.mac) if n is not None and n.mac else None
+        return out
+
     # ------------------------------------------------------------------
     def infrastructure_entries(self) -> list[p4r.TableEntry]:
         t = self.tables
