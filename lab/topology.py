@@ -110,7 +110,7 @@ class PppoeLab:
         import yaml
         subs = self.subscribers or {
             "defaults": {"interim_interval": 60},
-            "patterns": [{"match": r"user(\d+)@lab\.test", "password": "pass{1}"}],
+            "patterns": [{"match": r"user(\d+)@lab\.test", "password": "secret{1}"}],   # subemu defaults
             "users": {"alice@lab.test": {"password": "alice-secret"}},
         }
         subs_file.write_text(yaml.safe_dump(subs))

@@ -34,8 +34,8 @@ from .lines import Exhausted, IndexAllocator, Line, LineTable
 from .p4runtime_async import AsyncP4RuntimeClient, deletes, inserts, modifies
 from .ppp.auth import Credentials, Verdict
 from .ppp.codec import PPP_IPCP, PPP_IPV6CP
-from .ppp.link import (AuthAttempt, Ipv4Assignment, LinkDown, LinkSnapshot, NetworkDown, NetworkUp,
-                       PppLink)
+from .ppp.link import (AuthAttempt, Ipv4Assignment, LinkDown, LinkSnapshot, NetworkDown, NetworkFinished,
+                       NetworkUp, PppLink)
 from .pppoe import codec as pppoe
 from .pppoe.discovery import Drop, PeerTerminate, PppoeDiscovery, Reply, SessionRequest
 from .session_store import SessionStore
@@ -329,6 +329,10 @@ class SessionManager:
                 self._spawn(self._network_up(sub, ev.protocol, frames))
                 frames = []
             elif isinstance(ev, NetworkDown):
+                # Renegotiation: the address stays the peer's (we Nak any
+                # other), so its entries stay and traffic keeps flowing.
+                self._count("ncp renegotiation")
+            elif isinstance(ev, NetworkFinished):
                 self._spawn(self._network_down(sub, ev.protocol))
             elif isinstance(ev, LinkDown):
                 cause = sub.cause or (TerminateCause.LOST_CARRIER if ev.peer_dead
@@ -401,6 +405,10 @@ class SessionManager:
         self._drain(sub)
 
     def _assign_ipv4(self, sub: Subscriber, result: AuthResult) -> Ipv4Assignment | None:
+        if sub.ipv4 is not None:
+            # re-authentication after an LCP renegotiation: the session keeps its address
+            return Ipv4Assignment(peer=sub.ipv4, gateway=sub.link.ipv4.gateway, dns=sub.link.ipv4.dns) \
+                if sub.link.ipv4 is not None else None
         try:
             if result.framed_ip is not None:
                 if result.framed_ip in self.by_ipv4 or not self.pools.take_static(result.framed_ip):
@@ -500,9 +508,10 @@ class SessionManager:
                 sub.transport.send_ppp(proto, info)
         if not sub.live:
             return
-        if sub.state != State.UP:
+        if sub.up_since is None:
             self._session_up(sub)
-        elif protocol == PPP_IPV6CP:
+        else:                               # an NCP back after renegotiation
+            sub.state = State.UP
             self._persist(sub)
         if protocol == PPP_IPV6CP and self.ipv6 is not None:
             self.ipv6.network_up(sub)
@@ -529,7 +538,7 @@ class SessionManager:
         sub.acct_started = True
 
     async def _network_down(self, sub: Subscriber, protocol: int) -> None:
-        """An NCP closed while the link stays: withdraw its entries."""
+        """An NCP finished while the link stays: withdraw its entries."""
         key = "ipv4" if protocol == PPP_IPCP else "ipv6"
         ents = sub.installed.pop(key, None)
         if ents and sub.live:

@@ -60,7 +60,7 @@ def test_sessions_come_up_and_pass_traffic_both_ways(lab, auth, vlans, request):
     n = 10
     case = request.node.callspec.id
     e = lab.emulator(f"emu-{case}", "--sessions", str(n), "--auth", auth,
-                     "--username", "user{i}@lab.test", "--password", "pass{i}", *vlans,
+                     "--username", "user{i}@lab.test", *vlans,
                      "--ping", lab.core_host_ip, "--ping-interval", "0.2", "--hold", "--setup-timeout", "30",
                      "--mac-base", f"02:{len(vlans):02x}:{ord(auth[0]):02x}:{len(case):02x}:00:00")
     try:
@@ -92,7 +92,7 @@ def test_sessions_come_up_and_pass_traffic_both_ways(lab, auth, vlans, request):
 
 def test_wrong_password_is_rejected(lab):
     r = run_emulator(lab, "emu-badpw", "--sessions", "4", "--username", "user{i}@lab.test",
-                     "--password", "pass{i}", "--wrong-password-every", "2", "--duration", "1",
+                     "--wrong-password-every", "2", "--duration", "1",
                      "--setup-timeout", "20", "--mac-base", "02:bb:bb:00:00:00")
     assert r["established"] == 2 and r["expected_rejects"] == 2, r
     assert r["rc"] == 0
@@ -101,8 +101,7 @@ def test_wrong_password_is_rejected(lab):
 
 
 def test_bngctl_shows_and_clears_a_session(lab):
-    e = lab.emulator("emu-ctl", "--sessions", "2", "--username", "user{i}@lab.test", "--password", "pass{i}",
-                     "--hold", "--mac-base", "02:cc:cc:00:00:00")
+    e = lab.emulator("emu-ctl", "--sessions", "2", "--username", "user{i}@lab.test", "--hold", "--mac-base", "02:cc:cc:00:00:00")
     try:
         e.wait_status(lambda s: s["established"] == 2, 30, "2 sessions")
         import subprocess

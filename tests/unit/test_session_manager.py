@@ -294,3 +294,57 @@ def test_ipv6cp_rejected_while_ipcp_negotiates_keeps_the_session(tmp_path):
         [sub] = mgr.subs.values()
         assert sub.state == State.UP and sub.link.ipv6cp.state.name == "STOPPED"
     asyncio.run(run())
+
+
+def test_ipcp_renegotiation_keeps_the_entries(tmp_path):
+    """A CPE whose IPCP Configure-Ack got lost re-sends its request while
+    the BNG is Opened: RFC 1661 renegotiates, but the address cannot change,
+    so the data plane keeps forwarding (no entry is removed)."""
+    async def run():
+        mgr, sw, aaa, clock, n = make(tmp_path)
+        cpe = ScriptedCpe(b"\x02\xcc\0\0\0\x0a", BNG_MAC)
+        await pump(mgr, sw, cpe, [cpe.padi()])
+        before = len(sw.entries)
+        writes = len(sw.writes)
+        await pump(mgr, sw, cpe, [cpe.ipcp_request()])      # the retransmitted request
+        assert cpe.ipcp_up and len(sw.entries) == before
+        assert all(u.type != 3 for w in sw.writes[writes:] for u in w)   # no DELETE
+        assert mgr.counters["ncp renegotiation"] == 1
+    asyncio.run(run())
+
+
+def test_duplicate_configure_request_in_opened_is_reacked_not_renegotiated(tmp_path):
+    """A duplicated LCP Configure-Request (same identifier, same options)
+    arriving after LCP opened is acked again; LCP stays Opened, and the
+    session is not re-authenticated."""
+    async def run():
+        mgr, sw, aaa, clock, n = make(tmp_path)
+        cpe = ScriptedCpe(b"\x02\xcc\0\0\0\x0b", BNG_MAC)
+        await pump(mgr, sw, cpe, [cpe.padi()])
+        [sub] = mgr.subs.values()
+        first_lcp = cpe.lcp_request()                             # a request with a fresh id...
+        await pump(mgr, sw, cpe, [first_lcp])                     # ...renegotiates (RFC 1661)
+        assert mgr.counters["auth accepted"] == 2
+        assert sub.link.lcp.reacked == 0
+        await pump(mgr, sw, cpe, [first_lcp])                     # the same request again: re-acked
+        assert sub.link.lcp.reacked == 1 and sub.link.lcp.state.name == "OPENED"
+        assert mgr.counters["auth accepted"] == 2
+    asyncio.run(run())
+
+
+def test_lcp_renegotiation_reauthenticates_and_keeps_address_and_accounting(tmp_path):
+    async def run():
+        mgr, sw, aaa, clock, n = make(tmp_path)
+        cpe = ScriptedCpe(b"\x02\xcc\0\0\0\x0c", BNG_MAC)
+        await pump(mgr, sw, cpe, [cpe.padi()])
+        [sub] = mgr.subs.values()
+        addr, entries = sub.ipv4, len(sw.entries)
+        cpe.ipcp_acked_by_peer = cpe.ipcp_acked_peer = False
+        await pump(mgr, sw, cpe, [cpe.lcp_request()])             # the CPE restarts LCP
+        assert mgr.counters["auth accepted"] == 2                 # authenticated again
+        assert sub.state == State.UP and sub.ipv4 == addr and cpe.ipcp_up
+        assert ipaddress.IPv4Address(cpe.ip) == addr
+        assert len(sw.entries) == entries
+        assert [r.status for r in aaa.records] == [AcctStatus.START]  # one accounting session
+        assert mgr.pools.pool(None).free == 4
+    asyncio.run(run())

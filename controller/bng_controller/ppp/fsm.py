@@ -87,7 +87,9 @@ class Fsm:
         self._ident = 0
         self.passive = False         # the "p" of TO- in Req-Sent/Ack-Rcvd/Ack-Sent
         self.silent_discards = 0     # invalid Ack/Nak/Rej ids, unexpected packets
+        self.reacked = 0             # duplicate requests answered in Opened
         self.close_reason = ""
+        self._acked: tuple[int, bytes] | None = None   # the peer's request we last acked
 
     # ---- identifiers ----
     def next_id(self) -> int:
@@ -276,6 +278,15 @@ class Fsm:
         if s == State.CLOSED:
             self._sta(pkt.identifier)
             return
+        if s == State.OPENED and self._acked == (pkt.identifier, pkt.data):
+            # The request we acked, again: our Ack was lost (the peer waits
+            # in Ack-Sent) or the line duplicated it. Acking again converges
+            # as if the first Ack had arrived; a peer that really restarts
+            # negotiation must use a new Identifier (RFC 1661 5.1), which
+            # renegotiates below as the state table says.
+            self.reacked += 1
+            self._send(ControlPacket(CONF_ACK, pkt.identifier, pkt.data))
+            return
         if s in (State.CLOSING, State.STOPPING):
             return
         try:
@@ -293,6 +304,7 @@ class Fsm:
         good = code == CONF_ACK
         if good:
             self.failures = 0
+            self._acked = (pkt.identifier, pkt.data)
         if s == State.OPENED:
             self._tld()
             self._scr()

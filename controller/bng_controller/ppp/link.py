@@ -57,6 +57,15 @@ class NetworkUp:
 
 @dataclass(frozen=True)
 class NetworkDown:
+    """An NCP left Opened: the peer renegotiates (RFC 1661: a
+    Configure-Request in Opened restarts negotiation) or it closes."""
+    protocol: int
+
+
+@dataclass(frozen=True)
+class NetworkFinished:
+    """An NCP gave up or was closed for good: its addresses are no longer
+    the peer's to use."""
     protocol: int
 
 
@@ -66,7 +75,7 @@ class LinkDown:
     peer_dead: bool = False            # echo timeout: the peer is gone
 
 
-Event = AuthAttempt | NetworkUp | NetworkDown | LinkDown
+Event = AuthAttempt | NetworkUp | NetworkDown | NetworkFinished | LinkDown
 
 
 @dataclass
@@ -305,6 +314,7 @@ class PppLink:
         protocol left the link has no purpose (and would hold an address)."""
         if self.phase != Phase.NETWORK:
             return
+        self.events.append(NetworkFinished(PPP_IPCP if neg is self.ipcp_neg else PPP_IPV6CP))
         finished = (State.INITIAL, State.STARTING, State.CLOSED, State.STOPPED)
         alive = [f for f in (self.ipcp, self.ipv6cp) if f is not None and f.state not in finished]
         if not alive:

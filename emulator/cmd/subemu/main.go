@@ -98,6 +98,7 @@ func newFlags(o *options, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&o.streamTarget, "stream-target", "", "IP:PORT of the upstream stream")
 	fs.IntVar(&c.StreamSize, "stream-size", 64, "UDP payload bytes of stream packets (at least 28)")
 	fs.Float64Var(&c.Impair.DropRx, "drop-rx", 0, "percentage of received control frames to drop")
+	fs.Float64Var(&c.Impair.DropTx, "drop-tx", 0, "percentage of control frames to lose on the way to the BNG")
 	fs.Float64Var(&c.Impair.DupTx, "dup-tx", 0, "percentage of control frames to send twice")
 	fs.Float64Var(&c.Impair.ReorderTx, "reorder-tx", 0, "percentage of control frames to send after the next one")
 	fs.Int64Var(&c.Seed, "seed", 0, "random seed (0 = from the clock)")

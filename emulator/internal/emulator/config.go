@@ -80,7 +80,7 @@ func (c *Config) Validate() error {
 	case c.StatusInterval <= 0:
 		return fmt.Errorf("--status-interval must be positive")
 	}
-	for _, p := range []float64{c.Impair.DropRx, c.Impair.DupTx, c.Impair.ReorderTx} {
+	for _, p := range []float64{c.Impair.DropRx, c.Impair.DropTx, c.Impair.DupTx, c.Impair.ReorderTx} {
 		if p < 0 || p > 100 {
 			return fmt.Errorf("impairment percentages must be within 0-100")
 		}

@@ -77,6 +77,7 @@ func (e *Engine) Report(withSessions bool) *report.Report {
 		ElapsedS: e.sched.Now().Seconds(),
 	}
 	r.Control.DroppedRx = e.imp.Stats.DroppedRx
+	r.Control.DroppedTx = e.imp.Stats.DroppedTx
 	r.Control.DupTx = e.imp.Stats.DupTx
 	r.Control.ReorderedTx = e.imp.Stats.ReorderedTx
 	r.EstablishedTimeline = append([][2]float64{}, e.timeline...)

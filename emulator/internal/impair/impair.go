@@ -1,6 +1,6 @@
 // Package impair makes the emulator a bad line on purpose, for robustness
-// tests of the BNG: it drops received control frames, duplicates and
-// reorders transmitted ones. Data frames are never touched, so loss
+// tests of the BNG: it drops received and transmitted control frames,
+// duplicates and reorders transmitted ones. Data frames are never touched, so loss
 // counters keep measuring the BNG, not us. Decisions come from their own
 // seeded generator: the same --seed gives the same impairments.
 package impair
@@ -10,16 +10,18 @@ import "math/rand"
 // Config holds percentages (0-100).
 type Config struct {
 	DropRx    float64
+	DropTx    float64
 	DupTx     float64
 	ReorderTx float64
 }
 
 // Active reports whether any impairment is configured.
-func (c Config) Active() bool { return c.DropRx > 0 || c.DupTx > 0 || c.ReorderTx > 0 }
+func (c Config) Active() bool { return c.DropRx > 0 || c.DropTx > 0 || c.DupTx > 0 || c.ReorderTx > 0 }
 
 // Stats counts what was done.
 type Stats struct {
 	DroppedRx   uint64
+	DroppedTx   uint64
 	DupTx       uint64
 	ReorderedTx uint64
 }
@@ -53,6 +55,10 @@ func (im *Impairer) DropRx() bool {
 // Send transmits a control frame, perhaps twice, perhaps after the next
 // one. The frame is copied when held back.
 func (im *Impairer) Send(frame []byte) {
+	if im.roll(im.cfg.DropTx) {
+		im.Stats.DroppedTx++ // lost on the way to the BNG
+		return
+	}
 	if !im.hold && im.roll(im.cfg.ReorderTx) {
 		im.held = append(im.held[:0], frame...)
 		im.hold = true

@@ -37,3 +37,14 @@ func TestDupAndDropRates(t *testing.T) {
 		t.Fatal("dropped with no impairment")
 	}
 }
+
+func TestDropTxLosesFramesBeforeTheWire(t *testing.T) {
+	var sent int
+	im := New(Config{DropTx: 100}, 1, func([]byte) { sent++ })
+	for i := 0; i < 10; i++ {
+		im.Send([]byte{1})
+	}
+	if sent != 0 || im.Stats.DroppedTx != 10 {
+		t.Fatalf("sent %d dropped %d, want 0 and 10", sent, im.Stats.DroppedTx)
+	}
+}

@@ -83,6 +83,7 @@ type Control struct {
 	Tx          uint64 `json:"tx"`
 	Rx          uint64 `json:"rx"`
 	DroppedRx   uint64 `json:"dropped_rx"`
+	DroppedTx   uint64 `json:"dropped_tx"`
 	DupTx       uint64 `json:"dup_tx"`
 	ReorderedTx uint64 `json:"reordered_tx"`
 	DataTx      uint64 `json:"data_tx"`

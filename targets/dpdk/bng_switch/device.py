@@ -142,7 +142,7 @@ class Device:
                 self.pipeline, self.current = new, pc
             self.store = TableStore(pc.pmap)
             self.meter_configs.clear()
-            self.pipeline.workers_start(self.config.idle_us)
+            self.pipeline.workers_start(self.config.idle_us, self.config.worker_nice)
             if old_entries:
                 self._reinstall(old_entries)
 

@@ -155,8 +155,8 @@ class Pipeline:
             self.library.lib.bsw_pipeline_free(self.handle)
             self.handle = None
 
-    def workers_start(self, idle_us: int) -> None:
-        self._call("bsw_workers_start", self.handle, idle_us)
+    def workers_start(self, idle_us: int, nice: int = 0) -> None:
+        self._call("bsw_workers_start", self.handle, idle_us, ctypes.c_int32(nice))
 
     def workers_stop(self) -> None:
         self._call("bsw_workers_stop", self.handle)

@@ -62,6 +62,7 @@ class SwitchConfig:
     grpc_address: str = "0.0.0.0:9559"
     workers: int = 1
     idle_us: int = 200
+    worker_nice: int = -10    # workers ahead of the control plane on shared cores (0: as started)
     eal_args: list[str] = field(default_factory=list)
     hugepages: bool = False
     mempool_mbufs: int = 16384

@@ -58,8 +58,9 @@ int bsw_pipeline_build(const char *spec_path, const char *work_dir,
 void bsw_pipeline_free(struct bsw_pipeline *bp);
 
 /* Workers: instance i runs on the i-th worker lcore. idle_us is the longest
- * sleep of the idle back-off (0: pure polling). */
-int bsw_workers_start(struct bsw_pipeline *bp, uint32_t idle_us);
+ * sleep of the idle back-off (0: pure polling); nice is the workers' own
+ * scheduling priority (0: unchanged, negative: ahead of the control plane). */
+int bsw_workers_start(struct bsw_pipeline *bp, uint32_t idle_us, int32_t nice);
 int bsw_workers_stop(struct bsw_pipeline *bp);
 
 /* ---- introspection (mirrors rte_swx_ctl info, flattened for ctypes) ---- */

@@ -20,6 +20,7 @@ struct bsw_worker {
 	struct rte_swx_pipeline *p;
 	uint32_t lcore_id;
 	uint32_t idle_us;
+	int32_t nice;
 	volatile uint64_t epoch;	/* incremented after every pipeline run */
 	volatile uint32_t idle;		/* 1: sleeping, no packet in flight */
 	volatile uint32_t running;

@@ -3,9 +3,15 @@
  * Worker lcores: each runs one pipeline instance. A polling lcore eats a whole
  * core, which makes a lab on a 2-core machine unusable, so a worker that has
  * seen no packet for a while sleeps, doubling the sleep up to idle_us.
+ *
+ * Where the workers share cores with the control plane (a lab, a small box),
+ * a burst of punted packets must not starve forwarding: workers raise their
+ * own scheduling priority (nice), which costs nothing while they sleep.
  */
 #include <errno.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <rte_cycles.h>
@@ -51,6 +57,9 @@ worker_main(void *arg)
 	uint32_t empty = 0, sleep_us = 1, i;
 
 	rte_swx_ctl_pipeline_info_get(w->p, &pi);
+	if (w->nice && setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), w->nice))
+		RTE_LOG(WARNING, USER1, "bsw: worker on lcore %u: nice %d: %s\n", w->lcore_id, w->nice,
+			strerror(errno));
 	while (!__atomic_load_n(&w->stop, __ATOMIC_ACQUIRE)) {
 		for (i = 0; i < CHECK_EVERY; i++) {
 			rte_swx_pipeline_run(w->p, QUANTUM);
@@ -83,7 +92,7 @@ worker_main(void *arg)
 }
 
 int
-bsw_workers_start(struct bsw_pipeline *bp, uint32_t idle_us)
+bsw_workers_start(struct bsw_pipeline *bp, uint32_t idle_us, int32_t nice)
 {
 	uint32_t lcore, k = 0;
 
@@ -101,6 +110,7 @@ bsw_workers_start(struct bsw_pipeline *bp, uint32_t idle_us)
 			break;
 		w->lcore_id = lcore;
 		w->idle_us = idle_us;
+		w->nice = nice;
 		w->stop = 0;
 		w->idle = 0;
 		w->running = 1;
