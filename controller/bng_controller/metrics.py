@@ -23,6 +23,12 @@ class BngCollector:
         self.ctl = ctl
         self.loop = loop
 
+    def describe(self):
+        """Nothing to check up front: without this, register() would call
+        collect() on the event loop's own thread, which then waits on
+        itself for the snapshot."""
+        return []
+
     def _snapshot(self) -> dict:
         fut: concurrent.futures.Future = concurrent.futures.Future()
 

@@ -23,7 +23,10 @@ def lab(tmp_path_factory):
     program_files("bng")
     if not EMULATOR.exists():
         pytest.skip("the subscriber emulator is not built (make -C emulator)")
-    lab = PppoeLab(tmp_path_factory.mktemp("pppoe")).start()
+    from bng_lab.switch_process import free_tcp_port
+    port = free_tcp_port()
+    lab = PppoeLab(tmp_path_factory.mktemp("pppoe"), controller={"metrics_listen": f"127.0.0.1:{port}"}).start()
+    lab.metrics_url = f"http://127.0.0.1:{port}/metrics"
     yield lab
     lab.stop()
 
@@ -121,3 +124,24 @@ def test_bngctl_shows_and_clears_a_session(lab):
         assert [s["user"] for s in remaining] == ["user2@lab.test"]
     finally:
         e.stop()
+
+
+def test_prometheus_metrics(lab):
+    import urllib.request
+    e = lab.emulator("emu-metrics", "--sessions", "3", "--hold", "--mac-base", "02:dd:dd:00:00:00")
+    try:
+        e.wait_status(lambda s: s["established"] == 3, 30, "3 sessions")
+        text = urllib.request.urlopen(lab.metrics_url, timeout=10).read().decode()
+    finally:
+        e.stop()
+    metrics = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            name, value = line.rsplit(" ", 1)
+            metrics[name] = float(value)
+    assert metrics['bng_sessions{state="up"}'] == 3
+    assert metrics["bng_session_setups_total"] >= 3
+    assert metrics['bng_packet_in_total{reason="PPPOE_DISCOVERY"}'] >= 6
+    assert metrics["bng_switch_connected"] == 1
+    assert metrics['bng_pool_addresses{pool="default",state="used"}'] == 3
+    assert 'bng_session_setup_seconds{quantile="0.5"}' in metrics
