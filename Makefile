@@ -4,7 +4,7 @@
 SHELL := /bin/bash
 PY := .venv/bin/python
 
-.PHONY: setup lab test unit-test p4 p4-check switch emulator bench bench-tables bench-dataplane bench-bng clean
+.PHONY: setup lab test unit-test p4 p4-check switch emulator bench bench-tables bench-dataplane bench-bng bench-setup clean
 
 setup:
 	bash scripts/setup.sh
@@ -41,6 +41,10 @@ bench-tables: setup
 bench-dataplane: setup
 	$(PY) bench/bench_dataplane.py
 	$(PY) bench/bench_bng.py
+
+# PPPoE session setup rate up to 40k sessions (BENCH_SETUP_ARGS="--sessions 2000")
+bench-setup: setup
+	$(PY) bench/bench_setup.py $(BENCH_SETUP_ARGS)
 
 # the BNG program alone, by role (also part of bench-dataplane)
 bench-bng: setup

@@ -92,10 +92,20 @@ class ControllerProcess(LoggedProcess):
         self.api_socket = config["api_socket"]
 
     def start(self, timeout: float = 60.0) -> "ControllerProcess":
-        n = len(self.output)
+        """Start and wait until the controller has reconciled the switch."""
         self._launch([sys.executable, "-m", "bng_controller", "--config", str(self.config_path)])
-        self.wait_for(" ready: ", timeout, n)
-        return self
+        deadline = time.time() + timeout
+        while True:
+            if self.proc.poll() is not None:
+                raise ProcessError(f"{self.name} exited ({self.proc.returncode}):\n" + "".join(self.output[-40:]))
+            try:
+                if self.api("status").get("ready"):
+                    return self
+            except (OSError, ValueError):
+                pass                                  # API not up yet
+            if time.time() > deadline:
+                raise ProcessError(f"{self.name}: not ready within {timeout} s:\n" + "".join(self.output[-40:]))
+            time.sleep(0.2)
 
     def kill(self) -> None:
         """A crash: no shutdown work at all."""

@@ -135,6 +135,7 @@ class ApiServer:
         if cmd == "status":
             return {"name": ctl.cfg.name, "uptime": round(time.time() - ctl.started, 1),
                     "switch": ctl.cfg.switch.address, "switch_connected": ctl.switch.connected.is_set(),
+                    "ready": ctl.ready.is_set(),
                     "sessions": s.sessions_by_state, "setups_total": s.setups_total,
                     "setup_time_ms": _percentiles(s.setup_times), "next_hops": ctl.next_hop_status()}
         if cmd == "sessions":
