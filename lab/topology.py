@@ -14,6 +14,8 @@ import ipaddress
 import sys
 import tempfile
 import time
+
+import yaml
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +38,16 @@ class LabAddresses:
     core_host6: str = "2001:db8:ffff::fe/64"
     wan_pool6: str = "2001:db8:100::/48"
     pd_pool6: str = "2001:db8:200::/40"
+
+
+def merge(cfg: dict, overrides: dict) -> dict:
+    """Config overrides: sections (dicts) are updated key by key."""
+    for k, v in overrides.items():
+        if isinstance(v, dict) and isinstance(cfg.get(k), dict):
+            cfg[k] = {**cfg[k], **v}
+        else:
+            cfg[k] = v
+    return cfg
 
 
 class PppoeLab:
@@ -92,28 +104,30 @@ class PppoeLab:
                                             echo=self.echo).start()
         self.wait_next_hops()
 
-    def wait_next_hops(self, timeout: float = 20.0) -> None:
+    def wait_next_hops(self, timeout: float = 20.0, controller: ControllerProcess | None = None) -> None:
         """Until the controller has resolved every next hop of its routes:
         before that, upstream traffic is dropped as NO_ROUTE."""
         deadline = time.time() + timeout
         while True:
-            hops = self.controller.api("status")["next_hops"]
+            hops = (controller or self.controller).api("status")["next_hops"]
             if all(hops.values()):
                 return
             if time.time() > deadline:
                 raise RuntimeError(f"next hops not resolved: {hops}")
             time.sleep(0.2)
 
-    def controller_config(self) -> dict:
-        a = self.addr
-        subs_file = self.tmp / "subscribers.yaml"
-        import yaml
-        subs = self.subscribers or {
+    def write_subscribers(self, name: str, subs: dict | None) -> Path:
+        path = self.tmp / f"{name}.yaml"
+        path.write_text(yaml.safe_dump(subs or {
             "defaults": {"interim_interval": 60},
             "patterns": [{"match": r"user(\d+)@lab\.test", "password": "secret{1}"}],   # subemu defaults
             "users": {"alice@lab.test": {"password": "alice-secret"}},
-        }
-        subs_file.write_text(yaml.safe_dump(subs))
+        }))
+        return path
+
+    def controller_config(self) -> dict:
+        a = self.addr
+        subs_file = self.write_subscribers("subscribers", self.subscribers)
         cfg = {
             "name": f"lab-{self.tag}",
             "switch": {"address": self.switch.address, "election_id": 10},
@@ -132,12 +146,7 @@ class PppoeLab:
             "api_socket": str(self.tmp / "api.sock"),
             "metrics_listen": "",
         }
-        for k, v in self.controller_overrides.items():
-            if isinstance(v, dict) and isinstance(cfg.get(k), dict):
-                cfg[k] = {**cfg[k], **v}
-            else:
-                cfg[k] = v
-        return cfg
+        return merge(cfg, self.controller_overrides)
 
     # ------------------------------------------------------------------
     def emulator(self, name: str, *args: str) -> EmulatorProcess:
@@ -169,4 +178,110 @@ class PppoeLab:
             self.controller.stop()
         if self.switch is not None:
             self.switch.stop()
+        self.net.cleanup()
+
+
+class LacLnsLab(PppoeLab):
+    """The reference lab's shape: subscribers -> LAC (switch + controller)
+    -> L2TP over a transit link -> LNS (switch + controller) -> core host.
+
+        [access ns: subemu] -- LAC switch (1 access, 2 transit) -- transit veth
+            -- LNS switch (1 transit, 2 core) -- [core ns: 100.64.0.254]
+
+    The LAC switches every subscriber of realm lab.test to the LNS
+    (100.65.0.2, tunnel secret `l2tp-secret`); the LNS authenticates them
+    (proxy authentication), gives them addresses from 10.1.0.0/16 and routes
+    them to the core. `controller` is the LNS (where subscribers terminate),
+    `lac` the LAC's controller."""
+
+    LAC_IP = "100.65.0.1"
+    LNS_IP = "100.65.0.2"
+    SECRET = "l2tp-secret"
+
+    def __init__(self, *args, lac: dict | None = None, lns: dict | None = None, transit_loss: float = 0.0,
+                 lac_subscribers: dict | None = None, **kw):
+        """transit_loss: percent of L2TP control messages lost on the LAC-LNS
+        link (a user-space bridge then sits in the middle of it).
+        lac_subscribers: the LAC's subscriber file (its realms); default:
+        realm lab.test to this lab's LNS."""
+        super().__init__(*args, **kw)
+        self.lac_subscribers = lac_subscribers
+        self.transit_loss = transit_loss
+        self.addr.pool = "10.1.0.0/16"
+        self.addr.gateway = "10.1.0.1"
+        self.lac_overrides = lac or {}
+        self.lns_overrides = lns or {}
+        self.lac: ControllerProcess | None = None
+        self.lac_switch: SwitchProcess | None = None
+
+    def _build(self) -> None:
+        a = self.addr
+        self.access_ns = self.net.ns("access")
+        self.core_ns = self.net.ns("core")
+        sw_acc, self.access_if = self.net.veth("sla", "acc", ns_b=self.access_ns, mtu=1600)
+        if self.transit_loss:
+            lac_tr, br_a = self.net.veth("slt", "bra", mtu=1600)
+            lns_tr, br_b = self.net.veth("snt", "brb", mtu=1600)
+            p = LoggedProcess("bridge", self.echo)
+            self.bridge_status = self.tmp / "bridge.json"
+            p._launch([sys.executable, "-m", "bng_lab.lossy_bridge", br_a, br_b, "--loss", str(self.transit_loss),
+                       "--status", str(self.bridge_status)])
+            p.wait_for("bridging", 10)
+            self.helpers.append(p)
+        else:
+            lac_tr, lns_tr = self.net.veth("slt", "snt", mtu=1600)
+        sw_core, self.core_if = self.net.veth("snc", "cor", ns_b=self.core_ns, mtu=1600)
+        ns = self.core_ns
+        netlab.sh("ip", "-n", ns, "addr", "add", a.core_host, "dev", self.core_if)
+        netlab.sh("ip", "-n", ns, "route", "add", a.pool, "via", str(ipaddress.IPv4Interface(a.core_bng).ip))
+        self.lac_switch = SwitchProcess(self.tmp, f"lac{self.tag}", [
+            {"id": 1, "type": self.access_port_type, "iface": sw_acc}, {"id": 2, "type": "af_packet", "iface": lac_tr}],
+            workers=self.workers, idle_us=self.idle_us).start()
+        self.switch = SwitchProcess(self.tmp, f"lns{self.tag}", [
+            {"id": 1, "type": "af_packet", "iface": lns_tr}, {"id": 2, "type": "af_packet", "iface": sw_core}],
+            workers=self.workers, idle_us=self.idle_us).start()
+        lac_subs = self.write_subscribers("lac-subscribers", self.lac_subscribers or {"realms": {"lab.test": {
+            "tunnels": [{"server": self.LNS_IP, "password": self.SECRET, "client_auth_id": "lac1",
+                         "preference": 1}]}}})
+        lns_subs = self.write_subscribers("lns-subscribers", self.subscribers)
+        common = {"pipeline": {"build_dir": str(BUILD / "bng"), "program": "bng"}, "metrics_listen": "",
+                  "ipv6": {"enabled": False}}
+        lac_cfg = merge({**common, "name": f"lac-{self.tag}",
+                         "switch": {"address": self.lac_switch.address, "election_id": 10},
+                         "state_dir": str(self.tmp / "lac-state"), "bng_mac": "02:bb:00:00:00:01",
+                         "access_ports": [1], "core": [{"port": 2, "ipv4": f"{self.LAC_IP}/24"}],
+                         "ppp": {"auth": ["chap-md5", "pap"], "ipv6": False},
+                         "pools": {"local": {"prefix": "10.255.0.0/24", "gateway": "10.255.0.1"}},
+                         "l2tp": {"local_address": self.LAC_IP, "lac": True,
+                                  "tunnel": {"host_name": "lac1", "hello_interval": 10}},
+                         "aaa": {"backend": "local", "local": {"subscribers": str(lac_subs)}},
+                         "api_socket": str(self.tmp / "lac-api.sock")}, self.lac_overrides)
+        lns_cfg = merge({**common, "name": f"lns-{self.tag}",
+                         "switch": {"address": self.switch.address, "election_id": 10},
+                         "state_dir": str(self.tmp / "lns-state"), "bng_mac": "02:bb:00:00:00:02",
+                         "access_ports": [],
+                         "core": [{"port": 2, "ipv4": a.core_bng,
+                                   "gateway": str(ipaddress.IPv4Interface(a.core_host).ip)},
+                                  {"port": 1, "ipv4": f"{self.LNS_IP}/24"}],
+                         "ppp": {"auth": ["chap-md5", "pap"], "ipv6": False},
+                         "pools": {"default": {"prefix": a.pool, "gateway": a.gateway, "dns": a.dns}},
+                         "l2tp": {"local_address": self.LNS_IP, "lac": False, "lns": True,
+                                  "lns_peers": [{"address": self.LAC_IP, "secret": self.SECRET}],
+                                  "tunnel": {"host_name": "lns1", "hello_interval": 10}},
+                         "aaa": {"backend": "local", "local": {"subscribers": str(lns_subs),
+                                                               "accounting_file": str(self.tmp / "lns-acct.jsonl")}},
+                         "api_socket": str(self.tmp / "lns-api.sock")}, self.lns_overrides)
+        self.controller = ControllerProcess(self.tmp, f"lns{self.tag}", lns_cfg, echo=self.echo).start()
+        self.lac = ControllerProcess(self.tmp, f"lac{self.tag}", lac_cfg, echo=self.echo).start()
+        self.wait_next_hops(controller=self.controller)
+
+    def stop(self) -> None:
+        for e in self.emulators + self.helpers:
+            e.stop(timeout=10)
+        for c in (self.lac, self.controller):
+            if c is not None:
+                c.stop()
+        for sw in (self.lac_switch, self.switch):
+            if sw is not None:
+                sw.stop()
         self.net.cleanup()

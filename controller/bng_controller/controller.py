@@ -138,6 +138,39 @@ class BngController:
         self.nexthops[addr] = self.nexthop_ids.allocate()
         self.arp.watch(addr, c.port, c.vlan, c.ipv4.ip)
 
+    def nexthop_for(self, addr: ipaddress.IPv4Address) -> int | None:
+        """The next hop (id) toward an IPv4 address: the address itself on a
+        core link (resolved by ARP from now on), else the longest static
+        route, else the default gateway. None: no route."""
+        for c in self.cfg.core:
+            if addr in c.ipv4.network:
+                self._watch_nexthop(addr)
+                return self.nexthops[addr]
+        best = None
+        for r in self.cfg.routes:
+            if addr in r.prefix and (best is None or r.prefix.prefixlen > best.prefix.prefixlen):
+                best = r
+        if best is not None:
+            return self.nexthops[best.via]
+        for c in self.cfg.core:
+            if c.gateway is not None:
+                return self.nexthops[c.gateway]
+        return None
+
+    def l2_toward(self, addr: ipaddress.IPv4Address) -> tuple[int, pppoe.L2Header] | None:
+        """(port, Ethernet header) for a packet the controller sends to addr
+        through the core, or None while its next hop is unresolved."""
+        nh = self.nexthop_for(addr)
+        if nh is None:
+            return None
+        for a, i in self.nexthops.items():
+            if i == nh and a.version == 4:
+                n = self.arp.neighbors[a]
+                if n.mac is None:
+                    return None
+                return n.port, pppoe.L2Header(dst=n.mac, src=self.cfg.bng_mac, s_vid=n.vlan)
+        return None
+
     def _neighbor_changed(self, n: Neighbor) -> None:
         """A next hop's MAC appeared, changed or aged out. Before the switch
         is ready the reconciliation installs it from ArpAgent's state."""
@@ -160,6 +193,8 @@ class BngController:
             log.error("next hop %s: %s", n.addr, errors[0].message)
         else:
             log.info("next hop %s is %s", n.addr, pppoe.mac_str(n.mac) if n.mac else "unresolved")
+        if n.mac is not None and self.l2tp is not None:
+            self.l2tp.neighbor_resolved()
 
     def next_hop_status(self) -> dict[str, str | None]:
         """Each next hop the routes use and its MAC (None: unresolved, its
@@ -350,6 +385,11 @@ class BngController:
                     return
             elif etype == pppoe.ETH_P_IPV4:
                 ip = frame[off:]
+                if self.l2tp is not None and len(ip) >= 24 and ip[9] == 17 and \
+                        ip[(ip[0] & 0x0F) * 4 + 2:(ip[0] & 0x0F) * 4 + 4] == b"\x06\xa5":
+                    # an LNS subscriber's packet, still in its L2TP session
+                    self.l2tp.on_packet_in(reason, port, md, frame)
+                    return
             else:
                 return
             if reason == "LOCAL_IPV4":
@@ -431,6 +471,8 @@ class BngController:
         loop_tasks = [self.sessions.timers.run(), self.sessions.accounting_loop(), self._arp_loop(),
                       self._flush_loop(), self._stats_loop()]
         self._tasks = [asyncio.create_task(c) for c in loop_tasks]
+        if self.l2tp is not None:
+            self.l2tp.start()
         self._switch_task = asyncio.create_task(self.switch.run(self.on_connected))
         await stop.wait()
 

@@ -113,6 +113,7 @@ class SessionManager:
         self.on_session_up: list[Callable[[Subscriber], None]] = []
         self.on_session_down: list[Callable[[Subscriber], None]] = []
         self.ipv6 = None                      # ipv6.responder.Ipv6Responder, set by the controller
+        self.l2tp = None                      # l2tp.service.L2tpService, set by the controller
 
     # ------------------------------------------------------------------
     # plumbing
@@ -139,7 +140,7 @@ class SessionManager:
         return f"{self._boot}{self._acct_seq:08x}"
 
     def _persist(self, sub: Subscriber) -> None:
-        if self.store is not None and sub.state == State.UP:
+        if self.store is not None and sub.state == State.UP and sub.transport.persistent and sub.lac is None:
             self.store.put(sub.sid, self.snapshot(sub))
 
     def flush(self) -> None:
@@ -271,7 +272,59 @@ class SessionManager:
         self._count("pppoe PADT received")
         sub.transport.padt_received = True
         sub.cause = sub.cause or TerminateCause.USER_REQUEST
+        if sub.lac is not None:
+            self._spawn(self._teardown(sub, "PADT from client", sub.cause))
+            return
         sub.link.abort("PADT from client")
+        self._drain(sub)
+
+    # ------------------------------------------------------------------
+    # subscribers of other transports (L2TP at the LNS)
+    def attach(self, transport, line_info: LineInfo, max_payload: int = 1492) -> Subscriber | None:
+        """A subscriber whose PPP rides on `transport`; None when no session
+        index is left. The caller starts its link with `run()`."""
+        if len(self.subs) >= self.cfg.sessions.max_sessions:
+            self._count("session refused: session limit reached")
+            return None
+        try:
+            sess_idx = self.sess_idx.allocate()
+        except Exhausted:
+            self._count("session refused: no session index")
+            return None
+        sub = Subscriber(sid=self._next_sid, transport=transport,
+                         link=PppLink(self.cfg.ppp, self.clock, self.rng, max_payload), line_info=line_info,
+                         sess_idx=sess_idx, acct_session_id=self._new_acct_id(), created=self.clock())
+        self._next_sid += 1
+        sub.session_deadline = sub.created + self.cfg.sessions.setup_timeout
+        self.subs[sub.sid] = sub
+        self.by_acct[sub.acct_session_id] = sub
+        return sub
+
+    def run(self, sub: Subscriber, start: Callable[[PppLink], object]) -> None:
+        """Start (or resume) the subscriber's link and act on what it says."""
+        start(sub.link)
+        self._drain(sub)
+
+    def deliver(self, sub: Subscriber, protocol: int, info: bytes) -> None:
+        """A PPP frame for the subscriber's link."""
+        sub.link.receive(protocol, info)
+        self._drain(sub)
+
+    def switched_up(self, sub: Subscriber) -> None:
+        """LAC: the subscriber's call reached its LNS and the data plane
+        switches it: up from here on (accounting starts)."""
+        if sub.live:
+            self._session_up(sub)
+
+    def lower_layer_down(self, sub: Subscriber, reason: str, cause: TerminateCause) -> None:
+        """The transport went away (L2TP CDN, tunnel lost): no goodbye to send."""
+        if not sub.live:
+            return
+        sub.cause = sub.cause or cause
+        if sub.lac is not None:
+            self._spawn(self._teardown(sub, reason, sub.cause))
+            return
+        sub.link.abort(reason)
         self._drain(sub)
 
     # ------------------------------------------------------------------
@@ -331,7 +384,8 @@ class SessionManager:
             elif isinstance(ev, NetworkDown):
                 # Renegotiation: the address stays the peer's (we Nak any
                 # other), so its entries stay and traffic keeps flowing.
-                self._count("ncp renegotiation")
+                if sub.link.lcp.state.name == "OPENED":
+                    self._count("ncp renegotiation")
             elif isinstance(ev, NetworkFinished):
                 self._spawn(self._network_down(sub, ev.protocol))
             elif isinstance(ev, LinkDown):
@@ -358,10 +412,15 @@ class SessionManager:
         self._drain(sub)
 
     def close(self, sub: Subscriber, reason: str, cause: TerminateCause) -> None:
-        """Administrative close: LCP Terminate, then PADT and cleanup."""
+        """Administrative close: LCP Terminate, then PADT and cleanup. A LAC
+        session's PPP belongs to its LNS: it is torn down directly (CDN to
+        the LNS, PADT to the subscriber)."""
         if not sub.live:
             return
         sub.cause = sub.cause or cause
+        if sub.lac is not None:
+            self._spawn(self._teardown(sub, reason, sub.cause))
+            return
         sub.link.close(reason)
         self._drain(sub)
 
@@ -369,8 +428,7 @@ class SessionManager:
     # authentication
     async def _authenticate(self, sub: Subscriber, creds: Credentials) -> None:
         req = AuthRequest(username=creds.username, method=creds.method,
-                          client_mac=pppoe.mac_str(sub.transport.client_mac)
-                          if sub.transport.kind == "pppoe" else "",
+                          client_mac=sub.transport.calling_station,
                           line=sub.line_info, session_id=getattr(sub.transport, "session_id", 0),
                           password=creds.password, chap_id=creds.chap_id, challenge=creds.challenge,
                           response=creds.response, acct_session_id=sub.acct_session_id)
@@ -393,6 +451,15 @@ class SessionManager:
         self._count("auth accepted")
         sub.auth = result
         sub.rate_up_kbps, sub.rate_down_kbps = result.rate_up_kbps, result.rate_down_kbps
+        if result.tunnels and sub.transport.kind == "pppoe":
+            # LAC: the subscriber belongs to an LNS; it answers the authentication
+            if self.l2tp is None or not self.l2tp.lac_enabled:
+                self._count("auth rejected: tunnelled realm without L2TP")
+                sub.link.auth_result(Verdict(False, "service unavailable"), None)
+                self._drain(sub)
+                return
+            await self.l2tp.lac_switch(sub, creds, result)
+            return
         ipv4 = self._assign_ipv4(sub, result)
         if ipv4 is None:
             sub.cause = TerminateCause.NAS_ERROR
@@ -603,8 +670,7 @@ class SessionManager:
     def _acct_record(self, sub: Subscriber, status: AcctStatus, counters: SessionCounters) -> AcctRecord:
         now = self.clock()
         return AcctRecord(status=status, acct_session_id=sub.acct_session_id, username=sub.username,
-                          client_mac=pppoe.mac_str(sub.transport.client_mac)
-                          if sub.transport.kind == "pppoe" else "",
+                          client_mac=sub.transport.calling_station,
                           line=sub.line_info, session_id=getattr(sub.transport, "session_id", 0),
                           framed_ip=sub.ipv4,
                           session_time=int(now - sub.up_since) if sub.up_since else 0, counters=counters,
@@ -697,8 +763,7 @@ class SessionManager:
                 continue
             if ipv4 is not None and s.ipv4 != ipv4:
                 continue
-            if mac is not None and (s.transport.kind != "pppoe"
-                                    or pppoe.mac_str(s.transport.client_mac) != mac.lower()):
+            if mac is not None and s.transport.calling_station != mac.lower():
                 continue
             out.append(s)
         return out

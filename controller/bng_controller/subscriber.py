@@ -35,6 +35,8 @@ class State(enum.Enum):
 
 class Transport(Protocol):
     kind: str
+    persistent: bool              # survives a controller restart (session store)
+    calling_station: str          # the subscriber as RADIUS names it (Calling-Station-Id)
 
     def send_ppp(self, protocol: int, info: bytes) -> None: ...
 
@@ -60,6 +62,7 @@ class PppoeTransport:
     """PPP over a PPPoE session on an access line."""
 
     kind = "pppoe"
+    persistent = True
 
     def __init__(self, line: Line, client_mac: bytes, session_id: int, bng_mac: bytes,
                  host_uniq: bytes | None, max_payload: int, packet_out: PacketOut):
@@ -77,6 +80,10 @@ class PppoeTransport:
     @property
     def key(self) -> tuple[int, int]:
         return (self.line.line_id, self.session_id)
+
+    @property
+    def calling_station(self) -> str:
+        return pppoe.mac_str(self.client_mac)
 
     def send_ppp(self, protocol: int, info: bytes) -> None:
         self._packet_out(pppoe.session_frame(self.l2, self.session_id, protocol, info), self.line.port)
@@ -148,6 +155,7 @@ class Subscriber:
     busy: bool = False                # a data-plane write for it is in flight
     rate_up_kbps: int | None = None
     rate_down_kbps: int | None = None
+    lac: object | None = None         # l2tp.service.LacCall once switched into a tunnel
 
     def next_deadline(self) -> float | None:
         d = self.link.next_deadline()

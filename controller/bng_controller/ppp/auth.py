@@ -85,6 +85,13 @@ class PapAuthenticator:
         self.pending = Credentials(AuthMethod.PAP, user.decode("utf-8", "replace"), password=password)
         return self.pending
 
+    def proxied(self, creds: Credentials, identifier: int) -> Credentials:
+        """The Authenticate-Request an L2TP LAC received and proxied (RFC
+        2661 proxy authentication): answered here, with its identifier."""
+        self._last_id = identifier
+        self.pending = creds
+        return creds
+
     def answer(self, verdict: Verdict) -> None:
         msg = verdict.message.encode()[:255]
         code = PAP_ACK if verdict.accepted else PAP_NAK
@@ -155,6 +162,15 @@ class ChapAuthenticator:
         self.pending = Credentials(self.method, name.decode("utf-8", "replace"), chap_id=self.identifier,
                                    challenge=self.challenge, response=value)
         return self.pending
+
+    def proxied(self, creds: Credentials) -> Credentials:
+        """The Challenge/Response an L2TP LAC exchanged and proxied: the
+        Success/Failure is ours to send, with its identifier."""
+        self.identifier = creds.chap_id
+        self.challenge = creds.challenge
+        self.deadline = None
+        self.pending = creds
+        return creds
 
     def answer(self, verdict: Verdict) -> None:
         if self.method == AuthMethod.MSCHAPV2:

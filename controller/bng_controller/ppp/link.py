@@ -18,7 +18,7 @@ from typing import Callable
 
 from ..aaa.base import AuthMethod
 from .auth import ChapAuthenticator, Credentials, PapAuthenticator, Verdict
-from .codec import (DISCARD_REQ, ECHO_REPLY, ECHO_REQ, IDENTIFICATION, PPP_CHAP, PPP_IPCP, PPP_IPV4,
+from .codec import (CONF_REQ, DISCARD_REQ, ECHO_REPLY, ECHO_REQ, IDENTIFICATION, PPP_CHAP, PPP_IPCP, PPP_IPV4,
                     PPP_IPV6, PPP_IPV6CP, PPP_LCP, PPP_PAP, PROTO_REJ, TIME_REMAINING, CodecError,
                     ControlPacket, parse_control)
 from .fsm import Fsm, State
@@ -126,6 +126,9 @@ class PppLink:
         self.echo_id = 0
         self.counters: dict[str, int] = {}
         self._finished = False
+        # the peer's LCP Configure-Requests (options), for L2TP proxy LCP
+        self.lcp_first_confreq: bytes | None = None
+        self.lcp_last_confreq: bytes | None = None
 
     # ---- plumbing ----
     def _sink(self, protocol: int, info: bytes) -> None:
@@ -163,6 +166,65 @@ class PppLink:
         if self.lcp.state in (State.INITIAL, State.CLOSED):
             self._link_down(reason)       # nothing to negotiate away
 
+    def start_proxied(self, last_sent: bytes | None, last_received: bytes | None,
+                      creds: Credentials | None) -> bool:
+        """LNS: take over a link an L2TP LAC negotiated (RFC 2661 proxy LCP
+        and proxy authentication). `last_sent` is the LAC's last LCP
+        Configure-Request to the peer (our side now), `last_received` the
+        peer's; `creds` what the peer sent to authenticate, which we answer.
+        False if the proxied LCP cannot be taken over (then start() it anew)."""
+        from .codec import parse_options
+        from .lcp import OPT_AUTH, OPT_MAGIC, OPT_MRU, auth_from_option
+        if last_sent is None or last_received is None:
+            return False
+        try:
+            ours, theirs = parse_options(last_sent), parse_options(last_received)
+        except CodecError:
+            return False
+        n = self.lcp_neg
+        auth: AuthMethod | None = None
+        for t, v in ours:
+            if t == OPT_MRU and len(v) == 2:
+                n.our_mru = struct.unpack("!H", v)[0]
+            elif t == OPT_MAGIC and len(v) == 4:
+                n.our_magic = struct.unpack("!I", v)[0]
+            elif t == OPT_AUTH:
+                auth = auth_from_option(v)
+        for t, v in theirs:
+            if t == OPT_MRU and len(v) == 2:
+                n.peer_mru = min(struct.unpack("!H", v)[0], n.max_mru)
+            elif t == OPT_MAGIC and len(v) == 4:
+                n.peer_magic = struct.unpack("!I", v)[0]
+        if auth is not None and auth not in self.cfg.lcp.auth:
+            return False                      # the LAC agreed on a method we do not allow
+        if creds is not None and creds.method != auth:
+            return False
+        n.auth = auth
+        self.lcp.force_opened()
+        self.phase = Phase.ESTABLISH
+        # the peer already answered the LAC's Challenge: no new one from us
+        self._enter_authentication(challenge=creds is None)
+        if creds is not None and self.auth is not None:
+            if isinstance(self.auth, PapAuthenticator):
+                self.auth.proxied(creds, creds.chap_id)
+            else:
+                self.auth.proxied(creds)
+            self.events.append(AuthAttempt(creds))
+        return True
+
+    def detach(self) -> None:
+        """LAC: the link now belongs to an LNS (its frames are switched into
+        a tunnel by the data plane): no more timers, output or events here."""
+        self._finished = True
+        self.phase = Phase.DEAD
+        self.echo_deadline = self.auth_deadline = None
+        for fsm in (self.lcp, self.ipcp, self.ipv6cp):
+            if fsm is not None:
+                fsm.deadline = None
+        if self.auth is not None:
+            self.auth.deadline = None
+        self.out.clear()
+
     def abort(self, reason: str, peer_dead: bool = False) -> None:
         """The lower layer went away (PADT, L2TP CDN): no more packets."""
         self.lcp.down()
@@ -170,6 +232,8 @@ class PppLink:
 
     # ---- input ----
     def receive(self, protocol: int, info: bytes) -> None:
+        if self._finished:
+            return
         try:
             if protocol == PPP_LCP:
                 self._lcp_packet(parse_control(info))
@@ -193,6 +257,10 @@ class PppLink:
             self._count(f"malformed: {e}")
 
     def _lcp_packet(self, pkt: ControlPacket) -> None:
+        if pkt.code == CONF_REQ:
+            if self.lcp_first_confreq is None and self.lcp.state != State.OPENED:
+                self.lcp_first_confreq = pkt.data
+            self.lcp_last_confreq = pkt.data
         if self.lcp.receive(pkt):
             return
         opened = self.lcp.state == State.OPENED
@@ -277,6 +345,9 @@ class PppLink:
 
     # ---- upcalls from the automata ----
     def lcp_up(self) -> None:
+        self._enter_authentication(challenge=True)
+
+    def _enter_authentication(self, challenge: bool) -> None:
         self.phase = Phase.AUTHENTICATE
         self._start_echo()
         self.auth_method = self.lcp_neg.auth
@@ -290,7 +361,8 @@ class PppLink:
                                           restart_time=self.cfg.lcp.restart_time,
                                           max_challenges=self.cfg.lcp.max_configure)
         self.auth_deadline = self.clock() + self.cfg.auth_timeout
-        self.auth.start()
+        if challenge:
+            self.auth.start()
 
     def lcp_down(self) -> None:
         self.phase = Phase.TERMINATE
@@ -366,6 +438,12 @@ class PppLink:
     def _ncp_fsm(self, protocol: int, neg, name: str) -> Fsm:
         return Fsm(protocol, neg, self._sink, self.clock, restart_time=self.cfg.ncp_restart_time,
                    max_configure=self.cfg.ncp_max_configure, name=name)
+
+    @property
+    def lcp_last_sent(self) -> bytes:
+        """Options of our last LCP Configure-Request (L2TP proxy LCP)."""
+        from .codec import encode_options
+        return encode_options(self.lcp._req_options)
 
     # ---- state for restarts ----
     @property
