@@ -4,7 +4,7 @@
 SHELL := /bin/bash
 PY := .venv/bin/python
 
-.PHONY: setup lab test unit-test p4 p4-check switch emulator bench bench-tables bench-dataplane bench-bng bench-setup clean
+.PHONY: setup lab test unit-test p4 p4-check switch emulator bench bench-tables bench-dataplane bench-bng bench-setup bench-l2tp clean
 
 setup:
 	bash scripts/setup.sh
@@ -45,6 +45,12 @@ bench-dataplane: setup
 # PPPoE session setup rate up to 40k sessions (BENCH_SETUP_ARGS="--sessions 2000")
 bench-setup: setup
 	$(PY) bench/bench_setup.py $(BENCH_SETUP_ARGS)
+
+# subscribers through our LAC and LNS over one tunnel (BENCH_L2TP_ARGS="--sessions 2000"),
+# and the L2TP roles of the data plane against l2fwd
+bench-l2tp: setup
+	$(PY) bench/bench_setup.py --topology lac-lns $(BENCH_L2TP_ARGS)
+	$(PY) bench/bench_bng.py --roles lac_up,lac_down,lns_up,lns_down
 
 # the BNG program alone, by role (also part of bench-dataplane)
 bench-bng: setup

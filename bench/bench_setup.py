@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""make bench-setup: how fast the BNG sets up PPPoE sessions (PAP + IPCP).
+"""make bench-setup: how fast the BNG sets up PPPoE sessions (PAP + IPCP);
+with --topology lac-lns (make bench-l2tp), how fast subscribers are set up
+through our LAC and, over one L2TP tunnel, our LNS.
 
 The PPPoE lab (bng_lab.topology: switch with bng.p4, controller, subemu in
 the access namespace) brings up --sessions subscribers (40k by default, one
@@ -77,36 +79,50 @@ def main() -> int:
     ap.add_argument("--outstanding", type=int, default=1000, help="sessions in setup at once, at most")
     ap.add_argument("--rate", type=float, default=0, help="offered sessions/s (0: as fast as accepted)")
     ap.add_argument("--timeout", type=float, default=1800, help="give up on setup after this long")
+    ap.add_argument("--topology", choices=("pppoe", "lac-lns"), default="pppoe")
     ap.add_argument("--json", help="write the figures here")
     ap.add_argument("--echo", action="store_true", help="show the processes' output")
     args = ap.parse_args()
 
     from bng_lab.switch_process import program_files
-    from bng_lab.topology import PppoeLab
+    from bng_lab.topology import LacLnsLab, PppoeLab
     p4info, _ = program_files("bng")
     n = args.sessions
     svlans = (n + 3999) // 4000
-    lab = PppoeLab(Path(tempfile.mkdtemp(prefix="bench-setup-")), echo=args.echo, idle_us=20, controller={
+    bench_cfg = {
         "ppp": {"auth": ["pap"], "ipv6": False, "echo_interval": 120},
         "ipv6": {"enabled": False},
         "pppoe": {"padi_per_line": "100/s burst 100", "padi_per_mac": "10/s burst 10"},
-        "punt_policer": {"default_pps": 1000, "rates": {"PPPOE_DISCOVERY": 20000, "PPP_CONTROL": 50000}},
+        "punt_policer": {"default_pps": 1000, "rates": {"PPPOE_DISCOVERY": 20000, "PPP_CONTROL": 50000,
+                                                        "L2TP_CONTROL": 50000, "L2TP_PPP_CONTROL": 50000}},
         "sessions": {"max_sessions": max(60000, n), "setup_timeout": 300},
         "accounting": {"interim_interval": 3600},
         "log_level": "warning",
-    }).start()
-    out: dict = {"sessions": n, "outstanding": args.outstanding}
+    }
+    tmp = Path(tempfile.mkdtemp(prefix="bench-setup-"))
+    if args.topology == "pppoe":
+        lab = PppoeLab(tmp, echo=args.echo, idle_us=20, controller=bench_cfg).start()
+        controllers = {"controller": lab.controller}
+        switches = {"switch": lab.switch}
+    else:
+        lab = LacLnsLab(tmp, echo=args.echo, idle_us=20, lac=bench_cfg,
+                        lns={**bench_cfg, "l2tp": {"tunnel": {"host_name": "lns1", "receive_window": 64}}}).start()
+        controllers = {"lac": lab.lac, "lns": lab.controller}
+        switches = {"lac_switch": lab.lac_switch, "lns_switch": lab.switch}
+    out: dict = {"topology": args.topology, "sessions": n, "outstanding": args.outstanding}
     try:
-        ctl, sw = lab.controller.proc.pid, lab.switch.proc.pid
         print(f"baseline: P4Runtime packet-out ceiling of this switch ...", flush=True)
-        out["packet_out_ceiling_per_s"] = round(packet_out_ceiling(lab.switch.address, p4info, 1))
+        first_sw = next(iter(switches.values()))
+        first_ctl = next(iter(controllers.values()))
+        out["packet_out_ceiling_per_s"] = round(packet_out_ceiling(first_sw.address, p4info, 1))
         print(f"  {out['packet_out_ceiling_per_s']} PacketOuts/s", flush=True)
         deadline = time.time() + 30          # the controller takes the primary role back
-        while not lab.controller.api("status")["switch_connected"] and time.time() < deadline:
+        while not first_ctl.api("status")["switch_connected"] and time.time() < deadline:
             time.sleep(0.2)
         time.sleep(1.0)
-        c0, s0 = cpu_seconds(ctl), cpu_seconds(sw)
-        st0 = lab.controller.api("counters")
+        procs = {**{k: c.proc.pid for k, c in controllers.items()}, **{k: s.proc.pid for k, s in switches.items()}}
+        cpu0 = {k: cpu_seconds(pid) for k, pid in procs.items()}
+        st0 = {k: c.api("counters") for k, c in controllers.items()}
         t0 = time.time()
         e = lab.emulator("setup", "--sessions", str(n), "--auth", "pap", "--rate", str(args.rate),
                          "--max-outstanding", str(args.outstanding), "--svlan", f"100-{99 + svlans}",
@@ -123,29 +139,32 @@ def main() -> int:
             time.sleep(1)
         wall = time.time() - t0
         r = e.report()
-        st1 = lab.controller.api("counters")
-        cpu_ctl, cpu_sw = cpu_seconds(ctl) - c0, cpu_seconds(sw) - s0
-        w0, w1 = st0["writer"], st1["writer"]
-        p0, p1 = st0["p4runtime"], st1["p4runtime"]
+        st1 = {k: c.api("counters") for k, c in controllers.items()}
+        cpu = {k: cpu_seconds(pid) - cpu0[k] for k, pid in procs.items()}
         setup_wall = max(1e-9, r["established_timeline"][-1][0]) if r["established_timeline"] else wall
-        msgs = (p1["packet_in"] - p0["packet_in"]) + (p1["packet_out"] - p0["packet_out"])
+        msgs = sum((st1[k]["p4runtime"]["packet_in"] - st0[k]["p4runtime"]["packet_in"])
+                   + (st1[k]["p4runtime"]["packet_out"] - st0[k]["p4runtime"]["packet_out"]) for k in controllers)
+        writes = {f: sum(st1[k]["writer"][f] - st0[k]["writer"][f] for k in controllers)
+                  for f in ("rpcs", "updates", "errors", "rpc_time")}
+        up = max(1, r["established"])
         out.update({
             "established": r["established"], "failed": r["failed"], "flaps": r["flaps"],
             "failed_reasons": {k: v for k, v in r["failed_reasons"].items() if v},
             "setup_rate_cps": round(r["setup_rate_cps"], 1), "setup_time_ms": r["setup_time_ms"],
             "timeline": r["established_timeline"],
-            "cpu_s": {"controller": round(cpu_ctl, 1), "switch": round(cpu_sw, 1), "emulator": round(emu_cpu, 1)},
-            "cpu_ms_per_session": {"controller": round(cpu_ctl / max(1, r["established"]) * 1000, 2),
-                                   "switch": round(cpu_sw / max(1, r["established"]) * 1000, 2)},
-            "stream_messages_per_session": round(msgs / max(1, r["established"]), 1),
+            "cpu_s": {**{k: round(v, 1) for k, v in cpu.items()}, "emulator": round(emu_cpu, 1)},
+            "cpu_ms_per_session": {k: round(v / up * 1000, 2) for k, v in cpu.items()},
+            "stream_messages_per_session": round(msgs / up, 1),
             "stream_messages_per_s": round(msgs / setup_wall),
-            "table_writes": {"rpcs": w1["rpcs"] - w0["rpcs"], "updates": w1["updates"] - w0["updates"],
-                             "errors": w1["errors"] - w0["errors"],
-                             "in_flight_share": round((w1["rpc_time"] - w0["rpc_time"]) / setup_wall, 3)},
+            "table_writes": {"rpcs": writes["rpcs"], "updates": writes["updates"], "errors": writes["errors"],
+                             "in_flight_share": round(writes["rpc_time"] / setup_wall / len(controllers), 3)},
             "wall_s": round(wall, 1),
         })
         out["ratio_to_packet_out_ceiling"] = round(out["stream_messages_per_s"] / out["packet_out_ceiling_per_s"], 3)
         out["no_session_lost"] = r["established"] == n and r["flaps"] == 0
+        if args.topology == "lac-lns":
+            out["l2tp"] = {"lac": st1["lac"].get("l2tp", {}), "lns": st1["lns"].get("l2tp", {})}
+            out["tunnels"] = len(lab.controller.api("l2tp_tunnels")["tunnels"])
     finally:
         lab.stop()
     print(json.dumps({k: v for k, v in out.items() if k != "timeline"}, indent=2))

@@ -341,6 +341,10 @@ class SessionManager:
             self._count("ppp for unknown session")
             self._padt_unknown(port, l2, session_id)
             return
+        if sub.lac is not None:
+            if self.l2tp is None or not self.l2tp.relay_upstream(sub, proto, info):
+                self._count("ppp for a switched session dropped")
+            return
         sub.link.receive(proto, info)
         self._drain(sub)
 

@@ -348,3 +348,21 @@ def test_lcp_renegotiation_reauthenticates_and_keeps_address_and_accounting(tmp_
         assert [r.status for r in aaa.records] == [AcctStatus.START]  # one accounting session
         assert mgr.pools.pool(None).free == 4
     asyncio.run(run())
+
+
+def test_pap_request_with_a_new_identifier_after_the_verdict_is_answered(tmp_path):
+    """RFC 1334: a CPE changes the Identifier of every Authenticate-Request.
+    If our Ack was late, its next request (new id) must get the Ack again."""
+    async def run():
+        mgr, sw, aaa, clock, n = make(tmp_path, auth=("pap",))
+        cpe = ScriptedCpe(b"\x02\xcc\0\0\0\x0d", BNG_MAC)
+        await pump(mgr, sw, cpe, [cpe.padi()])
+        assert cpe.auth_ok
+        cpe.auth_ok = None
+        req = cpe.pap_request()
+        await pump(mgr, sw, cpe, [req])
+        assert cpe.auth_ok is True                          # acked again
+        acks = [i for p, c in cpe.seen if p == PAP and c == 2 for i in [0]]
+        assert len(acks) == 2
+        assert mgr.counters["auth accepted"] == 1           # AAA asked once
+    asyncio.run(run())

@@ -270,7 +270,13 @@ class L2tpService:
     def _event(self, ev) -> None:
         if isinstance(ev, PppFrame):
             sub = ev.session.data
-            if isinstance(sub, Subscriber) and sub.live:
+            if isinstance(sub, LacCall):
+                # from the LNS before our cross-connect is in (or punted
+                # for another reason): relay it to the subscriber ourselves
+                if sub.sub.live:
+                    self._count("lac relayed to subscriber")
+                    sub.sub.transport.send_ppp(ev.protocol, ev.info)
+            elif isinstance(sub, Subscriber) and sub.live:
                 if ev.protocol == PPP_IPV4:
                     self._subscriber_ipv4(sub, ev.info)
                 elif ev.protocol == PPP_IPV6:
@@ -512,7 +518,7 @@ class L2tpService:
             tr.line.line_id, tr.session_id, int.from_bytes(tr.client_mac, "big"), sub.sess_idx, d.tunnel_idx,
             s.peer_id, self.cfg.local_address, IPv4(t.peer[0]), t.local_id, s.local_id, tr.target())
         sub.installed["lac"] = entries
-        sub.lac = call
+        sub.lac = call                         # from here on its PPP is the LNS's
         sub.link.detach()
         updates = (modifies(self.ctl.tables.session_counters_zero(sub.sess_idx)
                             + self.ctl.tables.session_meters(sub.sess_idx, sub.rate_up_kbps, sub.rate_down_kbps))
@@ -528,6 +534,17 @@ class L2tpService:
             mgr.lower_layer_down(sub, "L2TP call dropped", TerminateCause.LOST_SERVICE)
             return
         mgr.switched_up(sub)
+
+    def relay_upstream(self, sub: Subscriber, protocol: int, info: bytes) -> bool:
+        """A LAC subscriber's PPP frame that reached the controller (punted
+        before the cross-connect was in): into its call, if it has one."""
+        call = sub.lac
+        if isinstance(call, LacCall) and call.session is not None and call.session.established:
+            self._count("lac relayed to LNS")
+            self.endpoint.send_ppp(call.session, protocol, info)
+            self._pump()
+            return True
+        return False
 
     def _subscriber_down(self, sub: Subscriber) -> None:
         """A LAC subscriber left (PADT, clear, timeout): CDN to its LNS."""

@@ -32,7 +32,7 @@ class Credentials:
     method: AuthMethod
     username: str
     password: bytes = b""
-    chap_id: int = 0
+    chap_id: int = 0                  # the request's identifier (CHAP Response or PAP Authenticate-Request)
     challenge: bytes = b""
     response: bytes = b""
 
@@ -70,8 +70,12 @@ class PapAuthenticator:
         if pkt.code != PAP_REQUEST:
             return None
         if self._last_reply is not None:
-            if pkt.identifier == self._last_id:
-                self.sink(PPP_PAP, self._last_reply)     # our Ack/Nak was lost
+            # Decided already: our Ack/Nak was lost or came late, and the
+            # peer asks again (RFC 1334 2.2.1: with a new Identifier). Same
+            # verdict, its Identifier, as pppd's authenticator does.
+            reply = bytearray(self._last_reply)
+            reply[1] = pkt.identifier
+            self.sink(PPP_PAP, bytes(reply))
             return None
         if self.pending is not None:
             return None                                  # AAA is still deciding
@@ -82,7 +86,10 @@ class PapAuthenticator:
         plen = d[1 + d[0]]
         password = d[2 + d[0]:2 + d[0] + plen]
         self._last_id = pkt.identifier
-        self.pending = Credentials(AuthMethod.PAP, user.decode("utf-8", "replace"), password=password)
+        # the identifier travels with the credentials: an LNS answering a
+        # proxied authentication (L2TP) must answer with it
+        self.pending = Credentials(AuthMethod.PAP, user.decode("utf-8", "replace"), password=password,
+                                   chap_id=pkt.identifier)
         return self.pending
 
     def proxied(self, creds: Credentials, identifier: int) -> Credentials:
