@@ -1,0 +1,1 @@
+"""Fixtures for interoperability tests with third-party L2TP daemons."""
