@@ -92,6 +92,14 @@ class NetLab:
             sh("ip", "netns", "del", ns, check=False)
 
 
+def full_checksums(ns: str, dev: str) -> None:
+    """Make a namespace's kernel compute its TCP/UDP checksums in software on
+    `dev`: a veth offloads them, so the frames the switch reads through
+    af_packet would carry partial checksums that a real NIC never sends
+    (and that subscribers rightly count as corrupt)."""
+    sh("ip", "netns", "exec", ns, "ethtool", "-K", dev, "tx", "off")
+
+
 def quiet(dev: str) -> None:
     """No IPv6 autoconf chatter on a link the tests sniff."""
     sh("sysctl", "-qw", f"net.ipv6.conf.{dev}.disable_ipv6=1", check=False)

@@ -52,6 +52,21 @@ class SwitchProcess:
         self.output: list[str] = []
 
     def start(self, timeout: float = 60.0) -> "SwitchProcess":
+        """Start and wait for "ready". DPDK 22.11's af_packet PMD names its
+        PACKET_FANOUT group (getpid() ^ ifindex) & 0xffff, and groups are
+        shared by every process of a network namespace: a second switch
+        whose pid and interface happen to give the same number cannot open
+        its port (EINVAL). A new process has a new pid, so start once more."""
+        for attempt in (1, 2):
+            try:
+                return self._start(timeout)
+            except RuntimeError as e:
+                if attempt == 2 or "could not set PACKET_FANOUT" not in str(e):
+                    raise
+                self.output.clear()
+        raise AssertionError("unreachable")
+
+    def _start(self, timeout: float) -> "SwitchProcess":
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "bng_switch", "--config", str(self.config_path), "--stats-interval", "1"],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT,
@@ -63,11 +78,13 @@ class SwitchProcess:
                 self.output.append(line)
                 if "bng-switch ready" in line:
                     ready.set()
-        threading.Thread(target=pump, daemon=True).start()
+        pumper = threading.Thread(target=pump, daemon=True)
+        pumper.start()
         deadline = time.time() + timeout
         while not ready.wait(0.2):
             if self.proc.poll() is not None or time.time() > deadline:
                 self.stop()
+                pumper.join(timeout=5)          # every line of its output, for the message
                 raise RuntimeError("switch did not start:\n" + "".join(self.output[-40:]))
         return self
 

@@ -54,7 +54,10 @@ class PppoeLab:
     def __init__(self, tmp: Path | None = None, tag: str = "", access_port_type: str = "libpcap",
                  controller: dict | None = None, subscribers: dict | None = None,
                  addresses: LabAddresses | None = None, workers: int = 1, idle_us: int = 100,
-                 echo: bool = False):
+                 echo: bool = False, packet_channel: bool = True):
+        """packet_channel: the controller exchanges PacketIn/PacketOut with
+        its switch over the switch's local socket instead of the P4Runtime
+        stream (bng_switch/packet_socket.py)."""
         self.tmp = tmp or Path(tempfile.mkdtemp(prefix="bng-lab-"))
         self.tag = tag or uuid.uuid4().hex[:4]
         self.net = netlab.NetLab(self.tag)
@@ -65,6 +68,7 @@ class PppoeLab:
         self.workers = workers
         self.idle_us = idle_us
         self.echo = echo
+        self.packet_channel = packet_channel
         self.switch: SwitchProcess | None = None
         self.controller: ControllerProcess | None = None
         self.emulators: list[EmulatorProcess] = []
@@ -89,6 +93,7 @@ class PppoeLab:
         sw_core, self.core_if = self.net.veth("swc", "cor", ns_b=self.core_ns, mtu=1600)
         # the access side carries PPPoE only: no IPv6 autoconf chatter either way
         ns = self.core_ns
+        netlab.full_checksums(ns, self.core_if)
         netlab.sh("ip", "netns", "exec", ns, "sysctl", "-qw", f"net.ipv6.conf.{self.core_if}.disable_ipv6=0")
         netlab.sh("ip", "-n", ns, "addr", "add", a.core_host, "dev", self.core_if)
         netlab.sh("ip", "-n", ns, "addr", "add", a.core_host6, "dev", self.core_if, "nodad")
@@ -99,7 +104,7 @@ class PppoeLab:
         ports = [{"id": 1, "type": self.access_port_type, "iface": sw_acc},
                  {"id": 2, "type": "af_packet", "iface": sw_core}]
         self.switch = SwitchProcess(self.tmp, f"lab{self.tag}", ports, workers=self.workers,
-                                    idle_us=self.idle_us).start()
+                                    idle_us=self.idle_us, **self._pktio(f"lab{self.tag}")).start()
         self.controller = ControllerProcess(self.tmp, f"ctl{self.tag}", self.controller_config(),
                                             echo=self.echo).start()
         self.wait_next_hops()
@@ -116,6 +121,15 @@ class PppoeLab:
                 raise RuntimeError(f"next hops not resolved: {hops}")
             time.sleep(0.2)
 
+    def _pktio(self, name: str) -> dict:
+        return {"packet_socket": str(self.tmp / f"{name}.pkt")} if self.packet_channel else {}
+
+    def _switch_section(self, sw: SwitchProcess) -> dict:
+        d = {"address": sw.address, "election_id": 10}
+        if self.packet_channel:
+            d["packet_socket"] = sw.config["packet_socket"]
+        return d
+
     def write_subscribers(self, name: str, subs: dict | None) -> Path:
         path = self.tmp / f"{name}.yaml"
         path.write_text(yaml.safe_dump(subs or {
@@ -130,7 +144,7 @@ class PppoeLab:
         subs_file = self.write_subscribers("subscribers", self.subscribers)
         cfg = {
             "name": f"lab-{self.tag}",
-            "switch": {"address": self.switch.address, "election_id": 10},
+            "switch": self._switch_section(self.switch),
             "pipeline": {"build_dir": str(BUILD / "bng"), "program": "bng"},
             "state_dir": str(self.tmp / "state"),
             "bng_mac": BNG_MAC,
@@ -154,11 +168,14 @@ class PppoeLab:
         self.emulators.append(e)
         return e.start()
 
-    def udp_sink(self, port: int = 9) -> LoggedProcess:
-        """A UDP receiver on the core host (streams end there, silently)."""
+    def udp_sink(self, port: int = 9, reflect: bool = False) -> LoggedProcess:
+        """A UDP receiver on the core host (streams end there, silently; with
+        reflect, each datagram goes back to its sender: downstream traffic).
+        Its counters are in `self.tmp / f"sink{port}.json"`."""
         p = LoggedProcess(f"sink{port}", self.echo)
         p._launch(["ip", "netns", "exec", self.core_ns, sys.executable, "-m", "bng_lab.udp_sink",
-                   "--port", str(port)])
+                   "--port", str(port), "--status", str(self.tmp / f"sink{port}.json"),
+                   *(["--reflect"] if reflect else [])])
         p.wait_for("udp sink", 10)
         self.helpers.append(p)
         return p
@@ -232,14 +249,15 @@ class LacLnsLab(PppoeLab):
             lac_tr, lns_tr = self.net.veth("slt", "snt", mtu=1600)
         sw_core, self.core_if = self.net.veth("snc", "cor", ns_b=self.core_ns, mtu=1600)
         ns = self.core_ns
+        netlab.full_checksums(ns, self.core_if)
         netlab.sh("ip", "-n", ns, "addr", "add", a.core_host, "dev", self.core_if)
         netlab.sh("ip", "-n", ns, "route", "add", a.pool, "via", str(ipaddress.IPv4Interface(a.core_bng).ip))
         self.lac_switch = SwitchProcess(self.tmp, f"lac{self.tag}", [
             {"id": 1, "type": self.access_port_type, "iface": sw_acc}, {"id": 2, "type": "af_packet", "iface": lac_tr}],
-            workers=self.workers, idle_us=self.idle_us).start()
+            workers=self.workers, idle_us=self.idle_us, **self._pktio(f"lac{self.tag}")).start()
         self.switch = SwitchProcess(self.tmp, f"lns{self.tag}", [
             {"id": 1, "type": "af_packet", "iface": lns_tr}, {"id": 2, "type": "af_packet", "iface": sw_core}],
-            workers=self.workers, idle_us=self.idle_us).start()
+            workers=self.workers, idle_us=self.idle_us, **self._pktio(f"lns{self.tag}")).start()
         lac_subs = self.write_subscribers("lac-subscribers", self.lac_subscribers or {"realms": {"lab.test": {
             "tunnels": [{"server": self.LNS_IP, "password": self.SECRET, "client_auth_id": "lac1",
                          "preference": 1}]}}})
@@ -247,7 +265,7 @@ class LacLnsLab(PppoeLab):
         common = {"pipeline": {"build_dir": str(BUILD / "bng"), "program": "bng"}, "metrics_listen": "",
                   "ipv6": {"enabled": False}}
         lac_cfg = merge({**common, "name": f"lac-{self.tag}",
-                         "switch": {"address": self.lac_switch.address, "election_id": 10},
+                         "switch": self._switch_section(self.lac_switch),
                          "state_dir": str(self.tmp / "lac-state"), "bng_mac": "02:bb:00:00:00:01",
                          "access_ports": [1], "core": [{"port": 2, "ipv4": f"{self.LAC_IP}/24"}],
                          "ppp": {"auth": ["chap-md5", "pap"], "ipv6": False},
@@ -257,7 +275,7 @@ class LacLnsLab(PppoeLab):
                          "aaa": {"backend": "local", "local": {"subscribers": str(lac_subs)}},
                          "api_socket": str(self.tmp / "lac-api.sock")}, self.lac_overrides)
         lns_cfg = merge({**common, "name": f"lns-{self.tag}",
-                         "switch": {"address": self.switch.address, "election_id": 10},
+                         "switch": self._switch_section(self.switch),
                          "state_dir": str(self.tmp / "lns-state"), "bng_mac": "02:bb:00:00:00:02",
                          "access_ports": [],
                          "core": [{"port": 2, "ipv4": a.core_bng,

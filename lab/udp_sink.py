@@ -1,7 +1,10 @@
-"""A UDP sink for the core host: receives a test stream and counts it, so
-the kernel sends no ICMP port-unreachable back into the BNG.
+"""A UDP endpoint for the core host: receives the subscribers' test stream
+and counts it, so the kernel sends no ICMP port-unreachable back into the
+BNG; with --reflect it sends every datagram back to where it came from,
+which gives the lab downstream traffic that the emulator checks for loss
+(subemu's stream payload carries the session and a sequence number).
 
-    ip netns exec NS python -m bng_lab.udp_sink --port 9 [--status FILE]
+    ip netns exec NS python -m bng_lab.udp_sink --port 9 [--reflect] [--status FILE]
 """
 from __future__ import annotations
 
@@ -16,26 +19,34 @@ import time
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--port", type=int, default=9)
+    ap.add_argument("--reflect", action="store_true", help="send each datagram back to its source")
     ap.add_argument("--status", help="JSON counters, rewritten every second")
     args = ap.parse_args()
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
     s.bind(("0.0.0.0", args.port))
     s.settimeout(0.5)
-    packets = octets = 0
+    packets = octets = reflected = reflect_errors = 0
     stop = False
 
     def on_term(*_):
         nonlocal stop
         stop = True
     signal.signal(signal.SIGTERM, on_term)
-    print(f"udp sink on port {args.port}", flush=True)
+    signal.signal(signal.SIGINT, on_term)
+    print(f"udp sink on port {args.port}{' (reflecting)' if args.reflect else ''}", flush=True)
     last = 0.0
     while not stop:
         try:
-            data = s.recv(65535)
+            data, src = s.recvfrom(65535)
             packets += 1
             octets += len(data)
+            if args.reflect:
+                try:
+                    s.sendto(data, src)
+                    reflected += 1
+                except OSError:          # no route or ARP yet: counted, never fatal
+                    reflect_errors += 1
         except socket.timeout:
             pass
         now = time.time()
@@ -43,7 +54,8 @@ def main() -> int:
             last = now
             tmp = args.status + ".tmp"
             with open(tmp, "w") as f:
-                json.dump({"packets": packets, "octets": octets}, f)
+                json.dump({"packets": packets, "octets": octets, "reflected": reflected,
+                           "reflect_errors": reflect_errors}, f)
             os.replace(tmp, args.status)
     return 0
 

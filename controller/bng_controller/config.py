@@ -42,6 +42,7 @@ class SwitchConfig:
     address: str = "127.0.0.1:9559"
     device_id: int = 1
     election_id: int = 10                 # highest wins; a standby controller uses a lower one
+    packet_socket: str = ""               # the switch's local PacketIn/PacketOut channel (same host); "" = P4Runtime stream
 
 
 @dataclass

@@ -76,7 +76,8 @@ class BngController:
         self.names = P4InfoNames(self.p4info)
         self.tables = BngTables(self.names)
         sw = cfg.switch
-        self.switch = AsyncP4RuntimeClient(sw.address, sw.device_id, (0, sw.election_id), self.on_packet_in)
+        self.switch = AsyncP4RuntimeClient(sw.address, sw.device_id, (0, sw.election_id), self.on_packet_in,
+                                           packet_socket=sw.packet_socket)
         self.switch.use_p4info(self.p4info)
         cfg.state_path.mkdir(parents=True, exist_ok=True)
         self.store = SessionStore(cfg.state_path / "sessions.db")

@@ -14,7 +14,11 @@ resynchronise the switch.
 from __future__ import annotations
 
 import asyncio
+import collections
+import json
 import logging
+import socket
+import struct
 from dataclasses import dataclass, field
 from typing import Awaitable, Callable
 
@@ -30,6 +34,11 @@ from .p4runtime_client import UpdateError, parse_write_error
 log = logging.getLogger("bng.p4runtime")
 
 MAX_BATCH = 4000
+
+# The switch's local packet channel (targets/dpdk/bng_switch/packet_socket.py):
+# a hello, then per packet: n fields, n x (metadata id u32, value u64), frame.
+PKTIO_MAGIC = b"BNGPKTIO1 "
+PKTIO_FIELD = struct.Struct("!IQ")
 
 
 class NotPrimary(Exception):
@@ -148,15 +157,21 @@ def deletes(entities) -> list[p4r.Update]:
 
 class AsyncP4RuntimeClient:
     def __init__(self, address: str, device_id: int = 1, election_id: tuple[int, int] = (0, 1),
-                 on_packet_in: Callable[[PacketIn], None] | None = None):
+                 on_packet_in: Callable[[PacketIn], None] | None = None, packet_socket: str = ""):
+        """packet_socket: the switch's local packet channel, used for
+        PacketIn/PacketOut once we are primary ("" or refused: the stream)."""
         self.address = address
+        self.packet_socket = packet_socket
+        self._pkt: socket.socket | None = None
+        self._pkt_backlog: collections.deque[bytes] = collections.deque()
         self.device_id = device_id
         self.election_id = election_id
         self.on_packet_in = on_packet_in
         self.names: P4InfoNames | None = None
         self.writer = EntryWriter(self)
         self.connected = asyncio.Event()
-        self.stats = {"packet_in": 0, "packet_out": 0, "reconnects": 0, "stream_errors": 0}
+        self.stats = {"packet_in": 0, "packet_out": 0, "reconnects": 0, "stream_errors": 0,
+                      "packet_channel": 0}
         self._channel: grpc.aio.Channel | None = None
         self._stub: p4runtime_pb2_grpc.P4RuntimeStub | None = None
         self._stream = None
@@ -194,7 +209,83 @@ class AsyncP4RuntimeClient:
                     raise NotPrimary(f"not primary: {resp.arbitration.status.message}")
                 return
 
+    # ---- the local packet channel ----
+    async def _open_packet_channel(self) -> None:
+        if not self.packet_socket:
+            return
+        loop = asyncio.get_running_loop()
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        s.setblocking(False)
+        try:
+            await loop.sock_connect(s, self.packet_socket)
+            hello = {"device_id": self.device_id, "election_id": list(self.election_id), "role": ""}
+            await loop.sock_sendall(s, PKTIO_MAGIC + json.dumps(hello).encode())
+            answer = await asyncio.wait_for(loop.sock_recv(s, 4096), 5)
+            if answer != b"OK":
+                raise ConnectionError(answer.decode(errors="replace"))
+        except (OSError, ConnectionError, asyncio.TimeoutError) as e:
+            log.warning("packet channel %s refused (%s): packets go over P4Runtime", self.packet_socket, e)
+            s.close()
+            return
+        self._pkt = s
+        self.stats["packet_channel"] = 1
+        loop.add_reader(s.fileno(), self._packet_channel_readable)
+        log.info("packet-in/out over the switch's local channel %s", self.packet_socket)
+
+    def _close_packet_channel(self) -> None:
+        s, self._pkt = self._pkt, None
+        self.stats["packet_channel"] = 0
+        self._pkt_backlog.clear()
+        if s is not None:
+            loop = asyncio.get_running_loop()
+            loop.remove_reader(s.fileno())
+            loop.remove_writer(s.fileno())
+            s.close()
+
+    def _packet_channel_readable(self) -> None:
+        s = self._pkt
+        names = self._in_ids
+        for _ in range(256):                  # then let the loop breathe
+            try:
+                msg = s.recv(65536)
+            except BlockingIOError:
+                return
+            except OSError as e:
+                log.warning("packet channel lost (%s): back to P4Runtime", e)
+                self._close_packet_channel()
+                return
+            if not msg:
+                log.warning("packet channel closed by the switch: back to P4Runtime")
+                self._close_packet_channel()
+                return
+            n = msg[0]
+            end = 1 + n * PKTIO_FIELD.size
+            md = {}
+            for i in range(n):
+                fid, v = PKTIO_FIELD.unpack_from(msg, 1 + i * PKTIO_FIELD.size)
+                md[names.get(fid, str(fid))] = v
+            self.stats["packet_in"] += 1
+            if self.on_packet_in is not None:
+                try:
+                    self.on_packet_in(PacketIn(msg[end:], md))
+                except Exception:
+                    log.exception("packet-in handler")
+
+    def _packet_channel_writable(self) -> None:
+        s = self._pkt
+        while self._pkt_backlog:
+            try:
+                s.send(self._pkt_backlog[0])
+            except BlockingIOError:
+                return
+            except OSError:
+                self._close_packet_channel()
+                return
+            self._pkt_backlog.popleft()
+        asyncio.get_running_loop().remove_writer(s.fileno())
+
     async def _close(self) -> None:
+        self._close_packet_channel()
         if self._stream is not None:
             self._stream.cancel()
             self._stream = None
@@ -210,6 +301,7 @@ class AsyncP4RuntimeClient:
             try:
                 await self._open(timeout)
                 self.writer.start()
+                await self._open_packet_channel()
                 backoff = 0.5
                 pump_in = asyncio.create_task(self._pump_in(), name="p4rt-in")
                 pump_out = asyncio.create_task(self._pump_out(), name="p4rt-out")
@@ -273,11 +365,25 @@ class AsyncP4RuntimeClient:
 
     def packet_out(self, frame: bytes, port: int) -> None:
         """Queue a frame to leave `port` untouched (never blocks)."""
+        self.stats["packet_out"] += 1
+        s = self._pkt
+        if s is not None:
+            msg = b"\x01" + PKTIO_FIELD.pack(self._out_port_id, port) + frame
+            if not self._pkt_backlog:
+                try:
+                    s.send(msg)
+                    return
+                except BlockingIOError:
+                    asyncio.get_running_loop().add_writer(s.fileno(), self._packet_channel_writable)
+                except OSError:
+                    self._close_packet_channel()
+            if self._pkt is not None:
+                self._pkt_backlog.append(msg)
+                return
         req = p4r.StreamMessageRequest()
         req.packet.payload = frame
         req.packet.metadata.add(metadata_id=self._out_port_id,
                                 value=port.to_bytes(max(1, (port.bit_length() + 7) // 8), "big"))
-        self.stats["packet_out"] += 1
         self._out.put_nowait(req)
 
     # ---- RPCs ----

@@ -25,7 +25,10 @@ def lab(tmp_path_factory):
         pytest.skip("the subscriber emulator is not built (make -C emulator)")
     from bng_lab.switch_process import free_tcp_port
     port = free_tcp_port()
-    lab = PppoeLab(tmp_path_factory.mktemp("pppoe"), controller={"metrics_listen": f"127.0.0.1:{port}"}).start()
+    # PacketIn/PacketOut over the P4Runtime stream here (the other suites use
+    # the switch's local packet channel)
+    lab = PppoeLab(tmp_path_factory.mktemp("pppoe"), controller={"metrics_listen": f"127.0.0.1:{port}"},
+                   packet_channel=False).start()
     lab.metrics_url = f"http://127.0.0.1:{port}/metrics"
     yield lab
     lab.stop()

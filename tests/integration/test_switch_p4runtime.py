@@ -5,6 +5,8 @@ Topology: host h1 (namespace) -- sw1 [port 1] SWITCH [port 2] sw2 -- host h2
 """
 from __future__ import annotations
 
+import json
+import socket
 import time
 
 import grpc
@@ -15,6 +17,7 @@ from scapy.layers.l2 import Ether
 
 from bng_controller.p4runtime_client import P4RuntimeClient, WriteError
 from bng_lab import netlab
+from bng_switch import packet_socket
 from tests.support import SwitchProcess, program_files
 
 pytestmark = pytest.mark.root
@@ -40,8 +43,9 @@ def lab(tmp_path_factory):
         sw = SwitchProcess(tmp, f"st{lab.tag}", [
             {"id": 1, "type": "af_packet", "iface": sw1},
             {"id": 2, "type": "af_packet", "iface": sw2},
-        ]).start()
-        yield {"lab": lab, "sw": sw, "h1": h1, "h2": h2, "t1": t1, "t2": t2}
+        ], packet_socket=str(tmp / "pktio.sock")).start()
+        yield {"lab": lab, "sw": sw, "h1": h1, "h2": h2, "t1": t1, "t2": t2,
+               "pktio": str(tmp / "pktio.sock")}
     finally:
         if sw is not None:
             rc = sw.stop()
@@ -234,3 +238,64 @@ def test_forwarding_survives_client_disconnect_and_new_primary(lab, client):
         assert len(client.read_table("port_fwd")) == 2
     finally:
         client.delete(*wire(client))
+
+
+def _channel(path: str, election_id: tuple[int, int]) -> tuple[socket.socket, bytes]:
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    s.settimeout(5)
+    s.connect(path)
+    s.send(packet_socket.MAGIC + json.dumps({"device_id": 1, "election_id": list(election_id),
+                                              "role": ""}).encode())
+    return s, s.recv(4096)
+
+
+def test_packet_channel_only_for_the_primary_and_carries_packets_both_ways(lab, client):
+    """The local packet channel (packet_socket) next to the stream: refused to
+    an election id that is not primary, and for the primary the same packets,
+    with the same P4Info metadata ids, as PacketIn/PacketOut."""
+    s, reply = _channel(lab["pktio"], (0, 5))
+    assert reply.startswith(b"ERR") and b"not the primary" in reply
+    s.close()
+    s, reply = _channel(lab["pktio"], (0, 10))
+    assert reply == b"OK"
+    pin_hdr = {m.name: m.id for m in client.names.controller_header("packet_in").metadata}
+    pout_hdr = {m.name: m.id for m in client.names.controller_header("packet_out").metadata}
+    acl = client.table_entry("punt_acl", {"ether_type": (0x88B5, 0xFFFF)}, "punt", {"reason": 1}, priority=10)
+    client.insert(acl)
+    if not client.read_table("packet_out_port"):
+        client.insert(client.table_entry("packet_out_port", {"egress_port": 2}, "forward", {"port": 2}))
+    try:
+        frame = bytes(Ether(src=H1_MAC, dst="ff:ff:ff:ff:ff:ff", type=0x88B5) / (b"via-socket" * 6))
+        raw = netlab.raw_socket(lab["t1"], lab["h1"])
+        raw.send(frame)
+        raw.close()
+        fields, payload = packet_socket.decode(s.recv(65536))
+        assert payload == frame
+        assert dict(fields)[pin_hdr["ingress_port"]] == 1 and dict(fields)[pin_hdr["reason"]] == 1
+        assert client.packet_ins.empty(), "a packet-in went to the stream as well"
+
+        rx = netlab.raw_socket(lab["t2"], lab["h2"], timeout=3)
+        out = bytes(Ether(src="02:00:00:00:00:98", dst=H2_MAC, type=0x88B6) / (b"out-socket" * 5))
+        s.send(packet_socket.encode([(pout_hdr["egress_port"], 2)], out))
+        got, deadline = None, time.time() + 5
+        while got is None and time.time() < deadline:
+            try:
+                data = rx.recv(4096)
+            except TimeoutError:
+                break
+            got = data if data == out else None
+        rx.close()
+        assert got == out
+    finally:
+        s.close()
+        client.delete(acl)
+    # without a channel client, packet-ins take the stream again
+    time.sleep(0.3)
+    client.insert(acl)
+    try:
+        raw = netlab.raw_socket(lab["t1"], lab["h1"])
+        raw.send(frame)
+        raw.close()
+        assert client.packet_ins.get(timeout=5).payload == frame
+    finally:
+        client.delete(acl)

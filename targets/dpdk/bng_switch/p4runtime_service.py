@@ -25,6 +25,7 @@ from p4.v1 import p4runtime_pb2 as p4r, p4runtime_pb2_grpc
 from . import libbsw
 from .arbitration import Arbitration, ArbitrationError, Client
 from .device import Device, DeviceConfigError, prepare
+from .packet_socket import PacketSocket
 from .pipeline_map import MappingError
 from .swx_spec import SpecError
 from .table_store import P4RuntimeError, canonical, decode_value
@@ -56,12 +57,20 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         self._writes: "queue.Queue[PendingWrite]" = queue.Queue()
         self._streams: set[Client] = set()
         self._stop = threading.Event()
+        self.packet_socket: PacketSocket | None = None
+        if device.config.packet_socket:
+            self.packet_socket = PacketSocket(device.config.packet_socket, self._is_primary, self._send_packet_out)
         self._threads = [threading.Thread(target=self._committer, name="p4rt-commit", daemon=True),
                          threading.Thread(target=self._packet_in_reader, name="p4rt-packet-in", daemon=True)]
         for t in self._threads:
             t.start()
 
+    def _is_primary(self, device_id: int, role: str, election_id: tuple[int, int]) -> bool:
+        return device_id == self.device.config.device_id and self.arb.highest_election_id(role) == election_id
+
     def stop(self) -> None:
+        if self.packet_socket is not None:
+            self.packet_socket.close()
         self._stop.set()
         self._writes.put(None)  # type: ignore[arg-type]
         for c in list(self._streams):  # end every StreamChannel generator
@@ -429,29 +438,44 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
     def _packet_out(self, client: Client, packet: p4r.PacketOut) -> None:
         if client.election_id is None or self.arb.primary(client.role) is not client:
             return self._stream_error(client, grpc.StatusCode.PERMISSION_DENIED, "packet-out from a non-primary client", packet)
+        values = {}
+        for md in packet.metadata:
+            values[md.metadata_id] = md.value
+        err = self._send_packet_out(values, packet.payload)
+        if err is not None:
+            code, msg = err
+            self._stream_error(client, code, msg, packet)
+
+    def _send_packet_out(self, values: dict, payload: bytes):
+        """Encode the packet_out header from metadata (ids -> bytestrings or
+        ints) and inject the frame; None, or (grpc code, message)."""
         pc = self.device.current
         if pc is None:
-            return self._stream_error(client, grpc.StatusCode.FAILED_PRECONDITION, "no pipeline", packet)
+            return grpc.StatusCode.FAILED_PRECONDITION, "no pipeline"
         hdr = pc.pmap.controller_headers.get("packet_out")
         header = b""
         if hdr is not None:
             widths = {fid: bw for fid, _, bw in hdr.fields}
-            values = {}
-            for md in packet.metadata:
-                if md.metadata_id not in widths:
-                    return self._stream_error(client, grpc.StatusCode.INVALID_ARGUMENT,
-                                              f"packet_out metadata id {md.metadata_id} unknown", packet)
-                try:
-                    values[md.metadata_id] = decode_value(md.value, widths[md.metadata_id],
-                                                          f"packet_out metadata {md.metadata_id}")
-                except P4RuntimeError as e:
-                    return self._stream_error(client, e.code, e.message, packet)
-            header = hdr.encode(values)
+            ints = {}
+            for fid, v in values.items():
+                if fid not in widths:
+                    return grpc.StatusCode.INVALID_ARGUMENT, f"packet_out metadata id {fid} unknown"
+                if isinstance(v, int):
+                    if v >> widths[fid]:
+                        return grpc.StatusCode.INVALID_ARGUMENT, f"packet_out metadata {fid}: {v} too wide"
+                    ints[fid] = v
+                else:
+                    try:
+                        ints[fid] = decode_value(v, widths[fid], f"packet_out metadata {fid}")
+                    except P4RuntimeError as e:
+                        return e.code, e.message
+            header = hdr.encode(ints)
         try:
-            self.device.packet_out(header + packet.payload)
+            self.device.packet_out(header + payload)
             self.stats["packet_out"] += 1
         except (libbsw.BswError, RuntimeError) as e:
-            self._stream_error(client, grpc.StatusCode.UNAVAILABLE, str(e), packet)
+            return grpc.StatusCode.UNAVAILABLE, str(e)
+        return None
 
     def _packet_in_reader(self) -> None:
         buf = ctypes.create_string_buffer(16384)
@@ -467,17 +491,25 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                 continue
             data = buf.raw[:n]
             pc = self.device.current
+            if pc is None:
+                self.stats["packet_in_no_primary"] += 1
+                continue
+            hdr = pc.pmap.controller_headers.get("packet_in")
+            fields = hdr.decode(data) if hdr is not None else []
+            if hdr is not None:
+                data = data[hdr.n_bytes:]
+            if self.packet_socket is not None and self.packet_socket.deliver(fields, data):
+                self.stats["packet_in"] += 1
+                continue
             primary = self.arb.primary("")
-            if pc is None or primary is None:
+            if primary is None:
                 self.stats["packet_in_no_primary"] += 1
                 continue
             resp = p4r.StreamMessageResponse()
-            hdr = pc.pmap.controller_headers.get("packet_in")
             if hdr is not None:
-                for fid, value in hdr.decode(data):
-                    bw = next(b for i, _, b in hdr.fields if i == fid)
-                    resp.packet.metadata.add(metadata_id=fid, value=canonical(value, bw))
-                data = data[hdr.n_bytes:]
+                widths = {i: b for i, _, b in hdr.fields}
+                for fid, value in fields:
+                    resp.packet.metadata.add(metadata_id=fid, value=canonical(value, widths[fid]))
             resp.packet.payload = data
             self.stats["packet_in"] += 1
             primary.queue.put(resp)

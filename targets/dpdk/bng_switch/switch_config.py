@@ -60,6 +60,7 @@ class PortConfig:
 class SwitchConfig:
     device_id: int = 1
     grpc_address: str = "0.0.0.0:9559"
+    packet_socket: str = ""   # local PacketIn/PacketOut channel for the primary (packet_socket.py); "" = off
     workers: int = 1
     idle_us: int = 200
     worker_nice: int = -10    # workers ahead of the control plane on shared cores (0: as started)

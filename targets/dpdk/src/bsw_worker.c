@@ -27,10 +27,12 @@
  * runs. */
 #define QUANTUM 1024
 #define QUIESCE_EPOCHS 4
-/* Runs between two looks at the rx counters (and output flushes). */
-#define CHECK_EVERY 64
-/* Consecutive empty checks before the first sleep. */
-#define EMPTY_CHECKS_BEFORE_SLEEP 16
+/* Runs between two output flushes while busy. */
+#define FLUSH_EVERY 64
+/* Consecutive runs that received nothing before the worker goes idle. An
+ * idle run is QUANTUM rx attempts, so this is the polling tail after the
+ * last packet; QUIESCE_EPOCHS of them also finish any packet in flight. */
+#define EMPTY_RUNS_BEFORE_SLEEP 8
 
 static uint64_t
 rx_total(struct rte_swx_pipeline *p, uint32_t n_ports_in)
@@ -54,37 +56,53 @@ worker_main(void *arg)
 	struct bsw_worker *w = arg;
 	struct rte_swx_ctl_pipeline_info pi;
 	uint64_t last_rx = 0, rx;
-	uint32_t empty = 0, sleep_us = 1, i;
+	uint32_t empty = 0, sleep_us = 1, i = 0, probe;
 
 	rte_swx_ctl_pipeline_info_get(w->p, &pi);
+	probe = 2 * pi.n_ports_in;
 	if (w->nice && setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), w->nice))
 		RTE_LOG(WARNING, USER1, "bsw: worker on lcore %u: nice %d: %s\n", w->lcore_id, w->nice,
 			strerror(errno));
 	while (!__atomic_load_n(&w->stop, __ATOMIC_ACQUIRE)) {
-		for (i = 0; i < CHECK_EVERY; i++) {
-			rte_swx_pipeline_run(w->p, QUANTUM);
-			__atomic_fetch_add(&w->epoch, 1, __ATOMIC_SEQ_CST);
-		}
-		rte_swx_pipeline_flush(w->p);
-
+		rte_swx_pipeline_run(w->p, QUANTUM);
+		__atomic_fetch_add(&w->epoch, 1, __ATOMIC_SEQ_CST);
+		if (++i % FLUSH_EVERY == 0)
+			rte_swx_pipeline_flush(w->p);
+		if (!w->idle_us)
+			continue;                        /* pure polling: never idle */
 		rx = rx_total(w->p, pi.n_ports_in);
 		if (rx != last_rx) {
 			last_rx = rx;
 			empty = 0;
-			sleep_us = 1;
 			continue;
 		}
-		if (!w->idle_us || ++empty < EMPTY_CHECKS_BEFORE_SLEEP)
+		if (++empty < EMPTY_RUNS_BEFORE_SLEEP)
 			continue;
+		rte_swx_pipeline_flush(w->p);
 
-		/* No packet for EMPTY_CHECKS_BEFORE_SLEEP * CHECK_EVERY runs:
+		/* No packet for EMPTY_RUNS_BEFORE_SLEEP runs:
 		 * nothing is in flight, so the table manager may treat us as
-		 * quiescent while we sleep. */
-		__atomic_store_n(&w->idle, 1, __ATOMIC_SEQ_CST);
-		usleep(sleep_us);
-		__atomic_store_n(&w->idle, 0, __ATOMIC_SEQ_CST);
-		if (sleep_us < w->idle_us)
-			sleep_us = sleep_us * 2 > w->idle_us ? w->idle_us : sleep_us * 2;
+		 * quiescent while we sleep. Between sleeps, a probe: a run of a
+		 * few instructions, enough for an rx on every input port. An idle
+		 * full quantum would be a thousand rx attempts (a syscall each on
+		 * an af_packet/pcap port); probes make an idle worker nearly free.
+		 * Probe runs do not count as epochs: a packet a probe takes in
+		 * finishes in the full runs that follow, which do. */
+		sleep_us = 1;
+		while (!__atomic_load_n(&w->stop, __ATOMIC_ACQUIRE)) {
+			__atomic_store_n(&w->idle, 1, __ATOMIC_SEQ_CST);
+			usleep(sleep_us);
+			__atomic_store_n(&w->idle, 0, __ATOMIC_SEQ_CST);
+			rte_swx_pipeline_run(w->p, probe);
+			rx = rx_total(w->p, pi.n_ports_in);
+			if (rx != last_rx) {
+				last_rx = rx;
+				empty = 0;
+				break;
+			}
+			if (sleep_us < w->idle_us)
+				sleep_us = sleep_us * 2 > w->idle_us ? w->idle_us : sleep_us * 2;
+		}
 	}
 	rte_swx_pipeline_flush(w->p);
 	__atomic_store_n(&w->running, 0, __ATOMIC_RELEASE);
