@@ -9,7 +9,7 @@
   no proxy LCP), data messages with and without the Length field, IPCP,
   ICMP both ways through our LNS data plane, a call hung up by xl2tpd
   (CDN), its tunnels disconnected (StopCCN), a wrong tunnel secret
-  refused (and, xfail: not counted anywhere by our LNS).
+  refused, counted and logged by our LNS.
 - subemu (PPPoE) -> our LAC -> l2tpns as LNS, with FreeRADIUS behind it
   (both in the LNS's namespace). Our LAC switches the subscribers with
   proxy LCP/authentication; l2tpns ignores those AVPs and renegotiates
@@ -199,16 +199,23 @@ def test_xl2tpd_with_a_wrong_secret_is_refused(lns_lab):
     assert not lab.controller.api("sessions")["sessions"]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BNG bug: an LNS that refuses a LAC's tunnel for a bad or missing Challenge Response leaves no trace. "
-    "Tunnel._response_ok counts 'authentication failed' on the Tunnel object only and closes it; the tunnel was "
-    "never announced, so L2tpService._tunnel_down (service counters 'tunnel down: result N (by us)', the log "
-    "line) never runs, and the tunnel and its counters vanish once the LAC acknowledges the StopCCN. Unlike "
-    "'tunnel refused: unknown LAC' (counted and logged), a LAC with the wrong secret is invisible in "
-    "`bngctl show counters`, `show l2tp tunnels` and the log."))
 def test_tunnel_authentication_failure_is_counted_by_our_lns(lns_lab):
-    delta, _ = xl2tpd_with_a_wrong_secret(lns_lab, "xl2tpd-bad-count")
-    assert any("result 4" in k or "authentication" in k for k in delta), delta
+    """The tunnel our LNS refuses (xl2tpd's SCCCN has a wrong Challenge
+    Response) was never up, yet it shows: service and endpoint counters,
+    and one warning naming the LAC and the reason."""
+    lab = lns_lab
+    start = len(lab.controller.output)
+    delta, _ = xl2tpd_with_a_wrong_secret(lab, "xl2tpd-bad-count")
+    assert delta.get("tunnel authentication failed") == 1, delta
+    assert delta.get("tunnel down: result 4 (by us)") == 1 and delta.get("tunnel setup failed") == 1, delta
+    assert delta.get("endpoint tunnel authentication failed") == 1, delta
+    assert delta.get("endpoint tunnel setup failed") == 1, delta
+    assert not any(k.startswith("tunnel up") or k == "tunnel down" for k in delta), delta
+    log = lab.controller.output[start:]
+    warnings = [line for line in log if " WARNING bng.l2tp: " in line]
+    assert len(warnings) == 1, "".join(log)
+    assert f"{LAC_IP}:1701" in warnings[0] and XL2TPD_HOST in warnings[0], warnings
+    assert "peer failed tunnel authentication" in warnings[0] and "bad challenge response" in warnings[0], warnings
 
 
 # =====================================================================
@@ -381,4 +388,5 @@ def test_l2tpns_with_a_wrong_secret_is_refused(lac_lab):
     assert rep["established"] == 0 and rep["failed"] == 1, rep
     delta = counters_delta(before, lab.controller.api("counters")["l2tp"])
     assert delta.get("tunnel down: result 4 (by us)") == 1 and delta.get("lac: no LNS took the call") == 1, delta
+    assert delta.get("tunnel authentication failed") == delta.get("endpoint tunnel authentication failed") == 1, delta
     assert not lab.controller.api("sessions")["sessions"]

@@ -15,9 +15,10 @@ from .endpoint import L2tpEndpoint
 from .ids import IdAllocator
 from .tunnel import (AccessLine, CallParams, Datagram, IncomingCall, L2tpError, PeerInfo, PppFrame,
                      ProxyAuth, ProxyLcp, Session, SessionDown, SessionState, SessionUp, Tunnel, TunnelConfig,
-                     TunnelDown, TunnelState, TunnelUp)
+                     TunnelDown, TunnelFailed, TunnelState, TunnelUp)
 
 __all__ = ["AccessLine", "CallParams", "ChannelConfig", "CodecError", "Datagram", "IdAllocator",
            "IncomingCall", "L2tpEndpoint", "L2tpError", "PeerInfo", "PppDisconnectCause", "PppFrame",
            "ProxyAuth", "ProxyLcp", "Q931Cause", "ResultCode", "Session", "SessionDown", "SessionState",
-           "SessionUp", "Tunnel", "TunnelConfig", "TunnelDown", "TunnelState", "TunnelUp"]
+           "SessionUp", "Tunnel", "TunnelConfig", "TunnelDown", "TunnelFailed",
+           "TunnelState", "TunnelUp"]

@@ -14,7 +14,9 @@ How the owner (l2tp/service.py) drives it:
   events; the owner reacts to events (install data-plane entries on
   `SessionUp`, remove them on `SessionDown`/`TunnelDown`, run PPP on
   `PppFrame`, answer `IncomingCall` with `accept_session()` or
-  `refuse_session()`) and sends the datagrams.
+  `refuse_session()`, count and log `TunnelFailed`: a tunnel a peer opened
+  that ended before it was up, e.g. for a wrong tunnel secret) and sends
+  the datagrams.
 - Time: `next_deadline()` is the earliest time `on_timer()` must be called
   (None: nothing pending). Tunnels sit in one heap, so 40k sessions over a
   few tunnels cost a few heap entries. The endpoint has `scheduled` and
@@ -35,7 +37,11 @@ tie-breaker check against our own SCCRQs to that peer (RFC 2661 4.4.3: the
 lower Tie Breaker wins; our losing tunnel becomes the responder for the
 peer's SCCRQ and keeps its waiting sessions). Messages for unknown tunnels,
 from the wrong address, or malformed are counted in `counters` and
-dropped: there is nobody to send a StopCCN to.
+dropped: there is nobody to send a StopCCN to. `counters` also keeps what
+outlives the tunnels themselves (theirs go with them): "tunnel refused"
+(by policy), "tunnel authentication failed" (a peer's wrong or missing
+Challenge Response, either role) and "tunnel setup failed" (a tunnel that
+ended before it was up, other than refused).
 """
 from __future__ import annotations
 

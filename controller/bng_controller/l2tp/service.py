@@ -48,7 +48,7 @@ from .codec import (CDN_ADMIN, CDN_LOST_CARRIER, CDN_NO_FACILITIES_TEMPORARY, PR
 from .endpoint import L2tpEndpoint
 from .transport import L2tpTransport
 from .tunnel import (AccessLine, CallParams, IncomingCall, PppFrame, ProxyAuth, ProxyLcp, Session, SessionDown,
-                     SessionUp, Tunnel, TunnelConfig, TunnelDown, TunnelState, TunnelUp)
+                     SessionUp, Tunnel, TunnelConfig, TunnelDown, TunnelFailed, TunnelState, TunnelUp)
 
 if TYPE_CHECKING:
     from ..controller import BngController
@@ -151,6 +151,7 @@ class L2tpService:
         self.stats: dict[str, int] = {}
         self._unrouted: list[tuple[bytes, tuple, tuple | None]] = []
         self._task: asyncio.Task | None = None
+        self._writes: set[asyncio.Task] = set()
         self._lns_peers = {p.address: p for p in self.cfg.lns_peers}
         self.lac_enabled = self.cfg.lac
         ctl.sessions.l2tp = self
@@ -299,6 +300,8 @@ class L2tpService:
             self._tunnel_up(ev.tunnel)
         elif isinstance(ev, TunnelDown):
             self._tunnel_down(ev)
+        elif isinstance(ev, TunnelFailed):
+            self._tunnel_failed(ev)
 
     def _subscriber_ipv4(self, sub: Subscriber, ip: bytes) -> None:
         """IPv4 the data plane punted from an LNS subscriber: ping to its
@@ -335,7 +338,14 @@ class L2tpService:
         self._count(f"tunnel up ({d.role})")
         log.info("l2tp tunnel %d up with %s (%s), peer tunnel %d", t.local_id, t.peer, t.peer_info.host_name,
                  t.peer_id)
-        asyncio.get_running_loop().create_task(self._install_tunnel(t))
+        self._spawn(self._install_tunnel(t))
+
+    def _spawn(self, coro) -> None:
+        """A background write, referenced until it ends (the loop keeps
+        only weak references to tasks)."""
+        task = asyncio.get_running_loop().create_task(coro)
+        self._writes.add(task)
+        task.add_done_callback(self._writes.discard)
 
     async def _install_tunnel(self, t: Tunnel) -> None:
         d: TunnelData = t.data
@@ -344,15 +354,33 @@ class L2tpService:
         d.installed = True
         errors = await self.ctl.switch.write(inserts([self._tunnel_entry(t)]))
         if errors:
+            d.installed = False                # nothing for the teardown to delete
+            self._count("tunnel install failed")
             log.error("tunnel %d: l2tp_tunnel insert: %s", t.local_id, errors[0].message)
+
+    def _count_stop(self, ev: TunnelDown | TunnelFailed) -> None:
+        if ev.result is not None:
+            self._count(f"tunnel down: result {ev.result.result} ({'by peer' if ev.by_peer else 'by us'})")
+        if ev.auth_failed:
+            self._count("tunnel authentication failed")
+
+    @staticmethod
+    def _why(ev: TunnelDown | TunnelFailed) -> str:
+        """The reason, with the StopCCN we sent (the peer's is in the reason)."""
+        if ev.result is not None and not ev.by_peer:
+            return f"{ev.reason} (StopCCN result {ev.result})"
+        return ev.reason
 
     def _tunnel_down(self, ev: TunnelDown) -> None:
         t = ev.tunnel
         d: TunnelData | None = t.data
         self._count("tunnel down" + (" (peer dead)" if ev.result is None else ""))
-        if ev.result is not None:
-            self._count(f"tunnel down: result {ev.result.result} ({'by peer' if ev.by_peer else 'by us'})")
-        log.info("l2tp tunnel %d with %s down: %s", t.local_id, t.peer, ev.reason)
+        self._count_stop(ev)
+        if ev.auth_failed:
+            log.warning("l2tp tunnel %d to %s:%s (%s) refused: %s", t.local_id, t.peer[0], t.peer[1],
+                        t.peer_info.host_name or "?", self._why(ev))
+        else:
+            log.info("l2tp tunnel %d with %s down: %s", t.local_id, t.peer, ev.reason)
         if d is None:
             return
         if d.key is not None and self.lac_tunnels.get(d.key) is t:
@@ -364,9 +392,19 @@ class L2tpService:
             async def remove():
                 await self.ctl.switch.write(deletes([entry]))
                 self.tunnel_idx.release(d.tunnel_idx)
-            asyncio.get_running_loop().create_task(remove())
+            self._spawn(remove())
         else:
             self.tunnel_idx.release(d.tunnel_idx)
+
+    def _tunnel_failed(self, ev: TunnelFailed) -> None:
+        """A tunnel a LAC opened to us ended before it was up (never
+        announced, nothing installed): a wrong tunnel secret, a LAC that
+        stopped or went silent during setup."""
+        t = ev.tunnel
+        self._count("tunnel setup failed" + (" (peer dead)" if ev.result is None else ""))
+        self._count_stop(ev)
+        log.warning("l2tp tunnel %d from %s:%s (%s) failed before it was up: %s", t.local_id, t.peer[0],
+                    t.peer[1], t.peer_info.host_name or "?", self._why(ev))
 
     def _session_down(self, ev: SessionDown) -> None:
         s = ev.session

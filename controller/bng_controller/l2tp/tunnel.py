@@ -40,11 +40,17 @@ ignored; a message that the state tables do not allow ends the tunnel
 
 The owner is an `L2tpEndpoint` (endpoint.py), which demultiplexes received
 payloads to tunnels, runs the timers and collects what tunnels produce:
-`Datagram`s to send and events (`TunnelUp`, `TunnelDown`, `IncomingCall`,
-`SessionUp`, `SessionDown`, `PppFrame`). Every tunnel and session the
-owner learned of (it opened it, or got `TunnelUp`/`IncomingCall`/
-`SessionUp` for it) ends with exactly one `TunnelDown`/`SessionDown`;
-when a tunnel goes down its sessions' `SessionDown`s come first.
+`Datagram`s to send and events (`TunnelUp`, `TunnelDown`, `TunnelFailed`,
+`IncomingCall`, `SessionUp`, `SessionDown`, `PppFrame`). Every tunnel and
+session the owner learned of (it opened it, or got `TunnelUp`/
+`IncomingCall`/`SessionUp` for it) ends with exactly one `TunnelDown`/
+`SessionDown`; when a tunnel goes down its sessions' `SessionDown`s come
+first. A tunnel the peer opened that ends before it is up (its SCCCN fails
+authentication, the peer stops or goes silent during setup, a malformed or
+unexpected message) was never announced: it ends with one `TunnelFailed`
+instead, unless the owner refused it itself (policy, `accept_tunnels`).
+Both carry `auth_failed` when the cause is the peer's wrong or missing
+Challenge Response, detected by us in either role.
 """
 from __future__ import annotations
 
@@ -209,6 +215,25 @@ class TunnelDown:
     reason: str
     result: ResultCode | None         # the StopCCN's (sent or received); None: peer dead
     by_peer: bool
+    auth_failed: bool = False         # we refused the peer's Challenge Response (StopCCN result 4)
+
+
+@dataclass(slots=True)
+class TunnelFailed:
+    """A tunnel the peer opened (we answered its SCCRQ) that ended before
+    it was up, so without TunnelUp or TunnelDown: the peer failed our
+    challenge, stopped it, went silent, or broke the protocol. Not sent for
+    a tunnel the owner's policy refused. The tunnel may linger (closing,
+    hold) for the StopCCN exchange, then goes without another event."""
+    tunnel: "Tunnel"
+    reason: str
+    result: ResultCode | None         # the StopCCN's (sent or received); None: peer dead
+    by_peer: bool
+    auth_failed: bool = False
+
+    @property
+    def peer(self) -> Address:
+        return self.tunnel.peer
 
 
 @dataclass(slots=True)
@@ -240,7 +265,7 @@ class PppFrame:
     info: bytes
 
 
-Event = TunnelUp | TunnelDown | IncomingCall | SessionUp | SessionDown | PppFrame
+Event = TunnelUp | TunnelDown | TunnelFailed | IncomingCall | SessionUp | SessionDown | PppFrame
 
 
 # ---- states ----
@@ -335,6 +360,8 @@ class Tunnel:
         self.tie_breaker: bytes | None = None
         self.refusal: ResultCode | None = None     # refuse the SCCRQ we are created for
         self.down_reason = ""
+        self.was_up = False                        # reached established (TunnelUp sent)
+        self.auth_failed = False                   # the peer's Challenge Response was wrong or missing
         self.data: Any = None                      # the owner's
         self._challenge: bytes | None = None
         self._setup: deque[tuple[float, Session, int]] = deque()   # deadline, session, delivered
@@ -490,6 +517,7 @@ class Tunnel:
                                                                               self._challenge)):
             return True
         self._count("authentication failed")
+        self.auth_failed = True
         self._fail(ResultCode(STOP_NOT_AUTHORIZED, None,
                               "bad challenge response" if resp is not None else "no challenge response"),
                    "peer failed tunnel authentication")
@@ -519,6 +547,7 @@ class Tunnel:
         self.state = TunnelState.ESTABLISHED
         self.channel.hello = True
         self.announced = True
+        self.was_up = True
         self._event(TunnelUp(self))
         for s in list(self.sessions.values()):
             if s.state is SessionState.WAIT_TUNNEL:
@@ -614,8 +643,15 @@ class Tunnel:
         self.sessions.clear()
         self._by_peer_sid.clear()
         self._setup.clear()
+        refused = self.refusal is not None          # by the owner's policy: it knows, and counted it
+        if self.auth_failed:
+            self.ep._count("tunnel authentication failed")
+        if not self.was_up and not refused:
+            self.ep._count("tunnel setup failed")
         if self.announced:
-            self._event(TunnelDown(self, reason, result, by_peer))
+            self._event(TunnelDown(self, reason, result, by_peer, self.auth_failed))
+        elif not refused:
+            self._event(TunnelFailed(self, reason, result, by_peer, self.auth_failed))
 
     def _check_finished(self) -> None:
         st = self.state
