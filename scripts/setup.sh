@@ -13,7 +13,8 @@ log() { printf '[setup] %s\n' "$*"; }
 # freeradius(-utils): the real RADIUS server and radclient the AAA tests run;
 # xl2tpd, l2tpns: third-party L2TP peers for the interop tests.
 APT_PKGS=(dpdk libdpdk-dev dpdk-doc iputils-ping pkg-config gcc make libpcap-dev iproute2 ethtool tcpdump
-          python3 python3-venv python3-pip xz-utils ca-certificates freeradius freeradius-utils)
+          python3 python3-venv python3-pip xz-utils ca-certificates freeradius freeradius-utils
+          xl2tpd ppp l2tpns)
 # Go for the subscriber emulator (emulator/, stdlib only, Go >= 1.19)
 command -v go >/dev/null 2>&1 || [ -x /usr/local/go/bin/go ] || APT_PKGS+=(golang-go)
 missing=()
@@ -21,7 +22,12 @@ for p in "${APT_PKGS[@]}"; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | gr
 if [ ${#missing[@]} -gt 0 ]; then
   log "apt: installing ${missing[*]}"
   apt-get update -qq
+  # freeradius, xl2tpd and l2tpns ship services; the tests start their own
+  # copies in namespaces, so none may start (and bind its port) on the host.
+  policy_rc=/usr/sbin/policy-rc.d; own_policy=0
+  if [ ! -e "$policy_rc" ]; then printf '#!/bin/sh\nexit 101\n' > "$policy_rc"; chmod +x "$policy_rc"; own_policy=1; fi
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  if [ "$own_policy" = 1 ]; then rm -f "$policy_rc"; fi
 fi
 
 # DPDK's generated pipeline C needs rte_swx_pipeline_internal.h and
@@ -66,10 +72,10 @@ if [ ! -x .venv/bin/python ]; then
   log "python venv .venv"
   python3 -m venv .venv
 fi
-if ! .venv/bin/python -c "import bng_switch, bng_lab, bng_controller.aaa, p4.v1.p4runtime_pb2, grpc, scapy, pytest, pyrad, Crypto, prometheus_client, hypothesis, atheris" 2>/dev/null; then
+if ! .venv/bin/python -c "import bng_switch, bng_lab, bng_controller.aaa, p4.v1.p4runtime_pb2, grpc, scapy, pytest, pyrad, Crypto, prometheus_client, hypothesis, atheris, matplotlib" 2>/dev/null; then
   log "pip: project and test dependencies"
   .venv/bin/pip install -q --upgrade pip
-  .venv/bin/pip install -q -e ".[test]"
+  .venv/bin/pip install -q -e ".[test,bench]"
 fi
 .venv/bin/python scripts/modernize_p4runtime_pb2.py >/dev/null
 
