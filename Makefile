@@ -33,7 +33,10 @@ switch: setup
 emulator:
 	make -s -C emulator
 
-bench: bench-tables bench-dataplane
+# every benchmark, one report (JSON, Markdown, PNG plots) under bench/results/
+# (BENCH_ARGS="--quick", or "--workers 1,2,4,8" on a bigger machine; see bench/report.py --help)
+bench: setup
+	$(PY) bench/report.py $(BENCH_ARGS)
 
 bench-tables: setup
 	$(PY) bench/bench_tables.py

@@ -31,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.bench_dataplane import run_modes  # noqa: E402
+from bench.bench_dataplane import frame_sizes, run_modes  # noqa: E402
 
 L2FWD_SPEC = "/usr/share/dpdk/examples/pipeline/examples/l2fwd.spec"
 ROLES = ("pppoe_up", "pppoe_down", "lac_up", "lac_down", "lns_up", "lns_down")
@@ -56,8 +56,9 @@ def client_ip(i: int) -> int:
     return 0x64400000 | i      # 100.64.0.0/10, one /32 per session
 
 
-def frames(role: str, sessions: list[int], frame_size: int) -> list[bytes]:
-    """One 64 B (or the smallest that holds the encapsulation) frame per session."""
+def frames(role: str, sessions: list[int], frame_size: int | str) -> list[bytes]:
+    """One frame per session, of frame_size (or the smallest that holds the
+    encapsulation); "imix" cycles through the IMIX sizes."""
     import struct
 
     from scapy.layers.inet import IP, UDP
@@ -71,7 +72,7 @@ def frames(role: str, sessions: list[int], frame_size: int) -> list[bytes]:
         return ".".join(str((v >> s) & 0xff) for s in (24, 16, 8, 0))
 
     out = []
-    for i in sessions:
+    for i, size in zip(sessions, frame_sizes(frame_size, len(sessions))):
         up = IP(src=ip(client_ip(i)), dst="198.51.100.7", ttl=64) / UDP(sport=1000, dport=2000)
         down = IP(src="198.51.100.7", dst=ip(client_ip(i)), ttl=64) / UDP(sport=2000, dport=1000)
         if role in ("pppoe_up", "lac_up"):
@@ -86,7 +87,7 @@ def frames(role: str, sessions: list[int], frame_size: int) -> list[bytes]:
         raw = bytes(p)
         if role in ("pppoe_up", "lac_up"):
             raw = bytes(Ether(raw))    # PPPoE length computed by scapy
-        pad = frame_size - 4 - len(raw)     # frame_size counts the FCS
+        pad = size - 4 - len(raw)     # frame sizes count the FCS
         out.append(raw + b"\0" * max(0, pad))
     return out
 
@@ -134,6 +135,10 @@ def entries(role: str, n: int, entry) -> list:
     return ups
 
 
+def _avg(sizes: list[int]) -> float:
+    return round(sum(sizes) / len(sizes), 1)
+
+
 def run_child(args) -> dict:
     """In a child process (it owns the EAL): the baseline and every role."""
     from google.protobuf import text_format
@@ -162,13 +167,6 @@ def run_child(args) -> dict:
     iospecs = [cfg.iospec(k) for k in range(args.workers)]
     mode = "compiled-only" if args.mode == "compiled" else "interpreted"
 
-    out: dict = {}
-    make_pcap(pcap, 64, 1024)
-    base = lib.pipeline_build(L2FWD_SPEC, str(work), cfg.dpdk_include, iospecs, mode)
-    out["baseline"] = {"frame_size": 64,
-                       "runs": [measure_mpps(base, PORT, args.seconds, args.workers) for _ in range(args.runs)]}
-    base.free()
-
     p4info_path, dc = program_files("bng")
     spec_text, context = decode_device_config(dc.read_bytes())
     spec_path = work / "bng.spec"
@@ -179,37 +177,45 @@ def run_child(args) -> dict:
     step = max(1, args.sessions // args.flows)
     flows = list(range(0, args.sessions, step))[:args.flows]
 
-    for role in args.roles.split(","):
-        pkts = frames(role, flows, args.frame_size)
-        wrpcap(str(pcap), [Ether(b) for b in pkts])
-        p = lib.pipeline_build(str(spec_path), str(work), cfg.dpdk_include, iospecs, mode)
-        pmap = PipelineMap(p4info, parse(spec_text), context)
-        pmap.bind(p)
-        store = TableStore(pmap)
+    out: dict = {}
+    for size in args.frame_sizes.split(","):
+        res = out[size] = {}
+        make_pcap(pcap, size, 1024)
+        base = lib.pipeline_build(L2FWD_SPEC, str(work), cfg.dpdk_include, iospecs, mode)
+        res["baseline"] = {"frame_size": size, "avg_frame_b": _avg(frame_sizes(size, 1024)),
+                           "runs": [measure_mpps(base, PORT, args.seconds, args.workers) for _ in range(args.runs)]}
+        base.free()
+        for role in args.roles.split(","):
+            pkts = frames(role, flows, size)
+            wrpcap(str(pcap), [Ether(b) for b in pkts])
+            p = lib.pipeline_build(str(spec_path), str(work), cfg.dpdk_include, iospecs, mode)
+            pmap = PipelineMap(p4info, parse(spec_text), context)
+            pmap.bind(p)
+            store = TableStore(pmap)
 
-        def entry(table, fields, action, params):
-            return insert_update(pmap, table, fields, action, params)
+            def entry(table, fields, action, params):
+                return insert_update(pmap, table, fields, action, params)
 
-        t0 = time.perf_counter()
-        ops, undo = [], []
-        for u in entries(role, args.sessions, entry):
-            store.apply(u, ops, undo)
-        p.table_commit(ops + store.rebuild_ops([]))
-        install_s = time.perf_counter() - t0
-        drops_before = sum(p.regarray_read("drops_0_packets", i) for i in drop_names.values())
-        runs = [measure_mpps(p, PORT, args.seconds, args.workers) for _ in range(args.runs)]
-        stats = p.port_stats(PORT)
-        drops = sum(p.regarray_read("drops_0_packets", i) for i in drop_names.values()) - drops_before
-        counter = "session_up_0_packets" if role.endswith("_up") else "session_down_0_packets"
-        forwarded = sum(p.regarray_read(counter, i + 1) for i in flows)
-        if drops or forwarded < stats["rx_pkts"] * 0.99:
-            reasons = {n: p.regarray_read("drops_0_packets", i) for n, i in drop_names.items() if i}
-            punts = {n: p.regarray_read("punts_0_packets", i) for n, i in punt_names.items() if i}
-            raise SystemExit(f"{role}: not forwarding (rx {stats['rx_pkts']}, counted by sessions "
-                             f"{forwarded}, drops {reasons}, punts {punts})")
-        out[role] = {"frame_size": max(args.frame_size, len(pkts[0]) + 4), "runs": runs,
-                     "entries": len(ops), "install_s": round(install_s, 1)}
-        p.free()
+            t0 = time.perf_counter()
+            ops, undo = [], []
+            for u in entries(role, args.sessions, entry):
+                store.apply(u, ops, undo)
+            p.table_commit(ops + store.rebuild_ops([]))
+            install_s = time.perf_counter() - t0
+            drops_before = sum(p.regarray_read("drops_0_packets", i) for i in drop_names.values())
+            runs = [measure_mpps(p, PORT, args.seconds, args.workers) for _ in range(args.runs)]
+            stats = p.port_stats(PORT)
+            drops = sum(p.regarray_read("drops_0_packets", i) for i in drop_names.values()) - drops_before
+            counter = "session_up_0_packets" if role.endswith("_up") else "session_down_0_packets"
+            forwarded = sum(p.regarray_read(counter, i + 1) for i in flows)
+            if drops or forwarded < stats["rx_pkts"] * 0.99:
+                reasons = {n: p.regarray_read("drops_0_packets", i) for n, i in drop_names.items() if i}
+                punts = {n: p.regarray_read("punts_0_packets", i) for n, i in punt_names.items() if i}
+                raise SystemExit(f"{role} {size}: not forwarding (rx {stats['rx_pkts']}, counted by sessions "
+                                 f"{forwarded}, drops {reasons}, punts {punts})")
+            res[role] = {"frame_size": size, "avg_frame_b": _avg([len(b) + 4 for b in pkts]), "runs": runs,
+                         "entries": len(ops), "install_s": round(install_s, 1)}
+            p.free()
     return out
 
 
@@ -217,7 +223,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sessions", type=int, default=40_000)
     ap.add_argument("--flows", type=int, default=1024, help="sessions the traffic cycles over")
-    ap.add_argument("--frame-size", type=int, default=64)
+    ap.add_argument("--frame-sizes", default="64",
+                    help="comma-separated frame sizes in bytes (FCS included) and/or imix")
     ap.add_argument("--workers", type=int, default=1, help="worker lcores (the machine needs workers+1 cores)")
     ap.add_argument("--seconds", type=float, default=3.0)
     ap.add_argument("--runs", type=int, default=3)
@@ -230,23 +237,26 @@ def main() -> int:
         print(json.dumps(run_child(args)))
         return 0
 
-    print(f"bench-bng: {args.sessions} sessions per role, traffic over {args.flows}, "
-          f"{args.workers} worker(s), {args.runs} x {args.seconds}s runs; baseline l2fwd.spec 64 B", flush=True)
-    results = run_modes(__file__, args, ("sessions", "flows", "frame_size", "workers", "seconds", "runs", "roles"))
+    print(f"bench-bng: {args.sessions} sessions per role, traffic over {args.flows}, frames {args.frame_sizes}, "
+          f"{args.workers} worker(s), {args.runs} x {args.seconds}s runs; baseline l2fwd.spec at each size",
+          flush=True)
+    results = run_modes(__file__, args, ("sessions", "flows", "frame_sizes", "workers", "seconds", "runs", "roles"))
     if results is None:
         return 1
-    for res in results.values():
-        for v in res.values():
-            v["median_mpps"] = statistics.median(v["runs"])
-    for mode, res in results.items():
-        b = res["baseline"]["median_mpps"]
-        print(f"\n[{mode}] baseline l2fwd: {b:.2f} Mpps/core")
-        print(f"{'role':<12}{'frame B':>8}{'entries':>9}{'Mpps/core':>11}{'ratio':>7}")
-        for role in ROLES:
-            if role in res:
-                r = res[role]
-                print(f"{role:<12}{r['frame_size']:>8}{r['entries']:>9}{r['median_mpps']:>11.2f}"
-                      f"{r['median_mpps'] / b:>7.2f}")
+    for by_size in results.values():
+        for res in by_size.values():
+            for v in res.values():
+                v["median_mpps"] = statistics.median(v["runs"])
+    for mode, by_size in results.items():
+        for size, res in by_size.items():
+            b = res["baseline"]["median_mpps"]
+            print(f"\n[{mode}, {size} B] baseline l2fwd: {b:.2f} Mpps/core")
+            print(f"{'role':<12}{'avg B':>8}{'entries':>9}{'Mpps/core':>11}{'ratio':>7}")
+            for role in ROLES:
+                if role in res:
+                    r = res[role]
+                    print(f"{role:<12}{r['avg_frame_b']:>8}{r['entries']:>9}{r['median_mpps']:>11.2f}"
+                          f"{r['median_mpps'] / b:>7.2f}")
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2))
     return 0

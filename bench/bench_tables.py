@@ -31,8 +31,9 @@ CHECKPOINTS = [1_000, 10_000, 50_000, 100_000]
 
 
 def windows(n: int, batch: int) -> list[int]:
-    """Counts at which to read the clock: each checkpoint and one batch before."""
-    cps = set()
+    """Counts at which to read the clock: each checkpoint and one batch
+    before, and the end (for entries/s)."""
+    cps = {n}
     for c in CHECKPOINTS:
         if c <= n:
             cps.update((c - batch, c) if c > batch else (c,))
