@@ -25,6 +25,7 @@ from p4.v1 import p4runtime_pb2 as p4r, p4runtime_pb2_grpc
 from . import libbsw
 from .arbitration import Arbitration, ArbitrationError, Client
 from .device import Device, DeviceConfigError, prepare
+from .gc_policy import GcPolicy
 from .packet_socket import PacketSocket
 from .pipeline_map import MappingError
 from .swx_spec import SpecError
@@ -57,6 +58,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         self._writes: "queue.Queue[PendingWrite]" = queue.Queue()
         self._streams: set[Client] = set()
         self._stop = threading.Event()
+        self.gc = GcPolicy()
         self.packet_socket: PacketSocket | None = None
         if device.config.packet_socket:
             self.packet_socket = PacketSocket(device.config.packet_socket, self._is_primary, self._send_packet_out)
@@ -183,6 +185,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                     pw.fatal = P4RuntimeError(grpc.StatusCode.INTERNAL, f"commit failed: {e}")
             for pw in batch:
                 pw.done.set()
+            self.gc.settle()                 # the store's entries out of the collector's scans
 
     def _commit_batch(self, batch: list[PendingWrite]) -> None:
         dev = self.device
