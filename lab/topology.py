@@ -101,7 +101,7 @@ class PppoeLab:
         netlab.sh("ip", "-n", ns, "route", "add", a.pool, "via", bng)
         netlab.sh("ip", "-n", ns, "-6", "route", "add", a.wan_pool6, "via", str(ipaddress.IPv6Interface(a.core_bng6).ip))
         netlab.sh("ip", "-n", ns, "-6", "route", "add", a.pd_pool6, "via", str(ipaddress.IPv6Interface(a.core_bng6).ip))
-        ports = [{"id": 1, "type": self.access_port_type, "iface": sw_acc},
+        ports = [self._access_port(sw_acc),
                  {"id": 2, "type": "af_packet", "iface": sw_core}]
         self.switch = SwitchProcess(self.tmp, f"lab{self.tag}", ports, workers=self.workers,
                                     idle_us=self.idle_us, **self._pktio(f"lab{self.tag}")).start()
@@ -120,6 +120,14 @@ class PppoeLab:
             if time.time() > deadline:
                 raise RuntimeError(f"next hops not resolved: {hops}")
             time.sleep(0.2)
+
+    def _access_port(self, iface: str) -> dict:
+        """Port 1, toward the subscribers. libpcap keeps 802.1ad tags but has
+        one queue pair: with several workers the switch distributes it."""
+        port = {"id": 1, "type": self.access_port_type, "iface": iface}
+        if self.workers > 1 and self.access_port_type == "libpcap":
+            port["distribute"] = True
+        return port
 
     def _pktio(self, name: str) -> dict:
         return {"packet_socket": str(self.tmp / f"{name}.pkt")} if self.packet_channel else {}
@@ -253,7 +261,7 @@ class LacLnsLab(PppoeLab):
         netlab.sh("ip", "-n", ns, "addr", "add", a.core_host, "dev", self.core_if)
         netlab.sh("ip", "-n", ns, "route", "add", a.pool, "via", str(ipaddress.IPv4Interface(a.core_bng).ip))
         self.lac_switch = SwitchProcess(self.tmp, f"lac{self.tag}", [
-            {"id": 1, "type": self.access_port_type, "iface": sw_acc}, {"id": 2, "type": "af_packet", "iface": lac_tr}],
+            self._access_port(sw_acc), {"id": 2, "type": "af_packet", "iface": lac_tr}],
             workers=self.workers, idle_us=self.idle_us, **self._pktio(f"lac{self.tag}")).start()
         self.switch = SwitchProcess(self.tmp, f"lns{self.tag}", [
             {"id": 1, "type": "af_packet", "iface": lns_tr}, {"id": 2, "type": "af_packet", "iface": sw_core}],

@@ -2,6 +2,7 @@
 import pytest
 
 from bng_switch.pipeline_map import ControllerHeader
+from bng_switch import switch_config
 from bng_switch.switch_config import ConfigError, from_dict
 
 
@@ -15,7 +16,8 @@ def test_iospec_per_instance_with_cpu_ring_and_pcap():
     assert "port in 1 ethdev net_af_packet_veth0 rxq 1 bsz 32" in io1
     assert "port out 2 sink file none" in io1
     assert cfg.ports[0].devargs(2) == "net_af_packet_veth0,iface=veth0,qpairs=2,qdisc_bypass=1"
-    assert "--no-huge" in cfg.eal_argv() and "-l" in cfg.eal_argv()
+    argv = cfg.eal_argv()
+    assert "--no-huge" in argv and ("-l" in argv or "--lcores" in argv)
 
 
 def test_libpcap_port_is_one_queue_pair_on_an_interface():
@@ -42,3 +44,32 @@ def test_controller_header_round_trip_with_odd_widths():
     data = h.encode({1: 300, 2: 5, 3: 0xBEEF})
     assert len(data) == 4
     assert dict(h.decode(data + b"payload")) == {1: 300, 2: 5, 3: 0xBEEF}
+
+
+def test_distributed_port_is_a_ring_pair_per_instance_on_one_queue():
+    cfg = switch_config.from_dict({"name": "sw", "workers": 2, "ports": [
+        {"id": 1, "type": "libpcap", "iface": "acc0", "distribute": True},
+        {"id": 2, "type": "af_packet", "iface": "core0"}]})
+    acc, core = cfg.ports
+    assert acc.queues(2) == 1 and core.queues(2) == 2
+    for k in (0, 1):
+        io = cfg.iospec(k)
+        assert f"port in 1 ring sw_d1_{k}_rx bsz 32" in io and f"port out 1 ring sw_d1_{k}_tx bsz 32" in io
+        assert f"port in 2 ethdev net_af_packet_core0 rxq {k} bsz 32" in io
+
+
+def test_lcores_beyond_the_cpus_are_mapped_round_robin(monkeypatch):
+    monkeypatch.setattr(switch_config.os, "sched_getaffinity", lambda pid: {0, 1})
+    argv = switch_config.from_dict({"name": "sw", "workers": 3, "ports": []}).eal_argv()
+    assert argv[argv.index("--lcores") + 1] == "0@0,1@1,2@0,3@1"
+    argv = switch_config.from_dict({"name": "sw", "workers": 1, "ports": []}).eal_argv()
+    assert argv[argv.index("-l") + 1] == "0-1"
+
+
+def test_undistributed_libpcap_with_workers_and_distributed_pcap_are_refused():
+    with pytest.raises(switch_config.ConfigError, match="distribute: true"):
+        switch_config.from_dict({"name": "sw", "workers": 2,
+                                 "ports": [{"id": 1, "type": "libpcap", "iface": "a"}]})
+    with pytest.raises(switch_config.ConfigError, match="cannot be distributed"):
+        switch_config.from_dict({"name": "sw", "workers": 2,
+                                 "ports": [{"id": 1, "type": "pcap", "rx_pcap": "x.pcap", "distribute": True}]})

@@ -21,7 +21,7 @@ from p4.config.v1 import p4info_pb2
 
 from . import libbsw, swx_spec
 from .pipeline_map import PipelineMap
-from .switch_config import MEMPOOL, SwitchConfig, cpu_ring, cpu_ring_prefix, null_ring
+from .switch_config import MEMPOOL, SwitchConfig, cpu_ring, cpu_ring_prefix, dist_ring, dist_ring_prefix, null_ring
 from .table_store import TableStore
 
 log = logging.getLogger("bng_switch.device")
@@ -90,6 +90,10 @@ def create_rings(lib: libbsw.Library, cfg: SwitchConfig) -> None:
     for k in range(cfg.workers):
         lib.ring_create(cpu_ring(cfg.name, k, "in"), 4096)
         lib.ring_create(cpu_ring(cfg.name, k, "out"), 4096)
+        for p in cfg.ports:
+            if p.distribute:
+                lib.ring_create(dist_ring(cfg.name, p.id, k, "rx"), 2048)
+                lib.ring_create(dist_ring(cfg.name, p.id, k, "tx"), 2048)
 
 
 class Device:
@@ -107,6 +111,7 @@ class Device:
         # by commit while it frees a pipeline.
         self._packet_in_lock = threading.Lock()
         self._eal_up = False
+        self.distributors: dict[int, int] = {}   # port id -> libbsw distributor index
 
     # ---- start-up ----
     def start(self) -> None:
@@ -118,11 +123,18 @@ class Device:
         if workers < cfg.workers:
             raise RuntimeError(f"EAL gave {workers} worker lcores, config asks for {cfg.workers}")
         self.lib.mempool_create(MEMPOOL, cfg.mempool_mbufs)
+        dpdk_ports = {}
         for p in cfg.ports:
             if p.type == "pcap":
                 continue
-            self.lib.ethdev_open(p.devargs(cfg.workers), p.dev_name, cfg.workers, p.mtu, MEMPOOL)
+            q = p.queues(cfg.workers)
+            dpdk_ports[p.id] = self.lib.ethdev_open(p.devargs(q), p.dev_name, q, p.mtu, MEMPOOL)
         create_rings(self.lib, cfg)
+        for p in cfg.ports:
+            if p.distribute:
+                idx = self.lib.distributor_start(dpdk_ports[p.id], dist_ring_prefix(cfg.name, p.id), cfg.workers,
+                                                 cfg.idle_us)
+                self.distributors[p.id] = idx
         log.info("switch %s up: %d ports + CPU port %d, %d worker(s)", cfg.name, len(cfg.ports), cfg.cpu_port,
                  cfg.workers)
 
@@ -230,8 +242,14 @@ class Device:
                 return 0
             return p.packet_in_recv(buf, timeout_us)
 
+    def distributor_stats(self) -> dict[int, dict]:
+        return {pid: self.lib.distributor_stats(idx, self.config.workers) for pid, idx in self.distributors.items()}
+
     def shutdown(self) -> None:
         with self.lock, self._packet_in_lock:
             if self.pipeline is not None:
                 self.pipeline.free()
                 self.pipeline = None
+        # after the workers: what they flushed last still leaves its port
+        self.lib.distributors_stop()
+        self.distributors.clear()

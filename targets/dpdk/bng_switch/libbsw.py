@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 NAME_SIZE = 64
+MAX_INSTANCES = 16           # BSW_MAX_INSTANCES
 
 OP_ADD, OP_DEL, OP_DEFAULT, OP_REBUILD = 0, 1, 2, 3
 
@@ -61,6 +62,11 @@ class ArrayInfo(ctypes.Structure):
     _fields_ = [("name", ctypes.c_char * NAME_SIZE), ("size", ctypes.c_uint32)]
 
 
+class DistributorStats(ctypes.Structure):
+    _fields_ = [("rx", ctypes.c_uint64), ("rx_dropped", ctypes.c_uint64), ("tx", ctypes.c_uint64),
+                ("tx_dropped", ctypes.c_uint64), ("to_instance", ctypes.c_uint64 * MAX_INSTANCES)]
+
+
 class Entry(ctypes.Structure):
     _fields_ = [("key", ctypes.c_char_p), ("key_mask", ctypes.c_char_p), ("priority", ctypes.c_uint32),
                 ("action_id", ctypes.c_uint32), ("action_data", ctypes.c_char_p)]
@@ -101,6 +107,8 @@ class Library:
         self.lib = ctypes.CDLL(str(self.path), mode=ctypes.RTLD_GLOBAL)
         self.lib.bsw_last_error.restype = ctypes.c_char_p
         self.lib.bsw_n_worker_lcores.restype = ctypes.c_uint32
+        self.lib.bsw_flow_hash.restype = ctypes.c_uint32
+        self.lib.bsw_distributors_stop.restype = None
 
     def _call(self, name: str, *args) -> int:
         status = getattr(self.lib, name)(*args)
@@ -125,6 +133,23 @@ class Library:
 
     def n_worker_lcores(self) -> int:
         return self.lib.bsw_n_worker_lcores()
+
+    # ---- software distribution ----
+    def distributor_start(self, port_id: int, ring_prefix: str, n_instances: int, idle_us: int) -> int:
+        return self._call("bsw_distributor_start", ctypes.c_uint16(port_id), ring_prefix.encode(), n_instances,
+                          idle_us)
+
+    def distributor_stats(self, index: int, n_instances: int) -> dict:
+        st = DistributorStats()
+        self._call("bsw_distributor_stats", index, ctypes.byref(st))
+        return {"rx": st.rx, "rx_dropped": st.rx_dropped, "tx": st.tx, "tx_dropped": st.tx_dropped,
+                "to_instance": list(st.to_instance[:n_instances])}
+
+    def distributors_stop(self) -> None:
+        self.lib.bsw_distributors_stop()
+
+    def flow_hash(self, frame: bytes) -> int:
+        return self.lib.bsw_flow_hash(frame, len(frame))
 
     # ---- pipeline ----
     def pipeline_build(self, spec_path: str, work_dir: str, include_dir: str, iospecs: list[str],

@@ -30,6 +30,10 @@ class PortConfig:
     mtu: int = 0
     burst: int = 32
     direction: str = "net"  # PNA direction of packets from this port: net (NET_TO_HOST) or host
+    # Software distribution: the port is opened with one queue pair and an
+    # I/O thread spreads its frames over the workers by subscriber (for a
+    # port without queues, or a NIC whose RSS does not hash PPPoE).
+    distribute: bool = False
 
     @property
     def dev_name(self) -> str:
@@ -40,6 +44,10 @@ class PortConfig:
         if self.type == "tap":
             return f"net_tap_{self.iface}"
         return self.pci
+
+    def queues(self, workers: int) -> int:
+        """Queue pairs to open: one per worker, or one for a distributed port."""
+        return 1 if self.distribute or self.type == "libpcap" else workers
 
     def devargs(self, n_queues: int) -> str:
         if self.type == "af_packet":
@@ -77,7 +85,15 @@ class SwitchConfig:
     def eal_argv(self) -> list[str]:
         if self.eal_args:
             return [self.name] + list(self.eal_args)
-        argv = [self.name, "-l", f"0-{self.workers}", "--no-telemetry", "--log-level", "*:notice"]
+        cpus = sorted(os.sched_getaffinity(0))
+        if self.workers + 1 <= len(cpus):
+            lcores = ["-l", f"0-{self.workers}"]
+        else:
+            # More lcores than CPUs (a multi-worker test on a small box):
+            # map them round robin; the idle back-off keeps that bearable,
+            # but it measures nothing about speed.
+            lcores = ["--lcores", ",".join(f"{k}@{cpus[k % len(cpus)]}" for k in range(self.workers + 1))]
+        argv = [self.name, *lcores, "--no-telemetry", "--log-level", "*:notice"]
         if not any(p.type == "pci" for p in self.ports):
             argv.append("--no-pci")
         # No shared runtime files either way, so that several switches (the
@@ -102,6 +118,9 @@ class SwitchConfig:
             elif p.type == "pcap":
                 lines_in.append(f"port in {p.id} source mempool {MEMPOOL} file {p.rx_pcap} loop 0 packets 0")
                 lines_out.append(f"port out {p.id} sink file {p.tx_pcap}")
+            elif p.distribute:
+                lines_in.append(f"port in {p.id} ring {dist_ring(self.name, p.id, instance, 'rx')} bsz {p.burst}")
+                lines_out.append(f"port out {p.id} ring {dist_ring(self.name, p.id, instance, 'tx')} bsz {p.burst}")
             else:
                 lines_in.append(f"port in {p.id} ethdev {p.dev_name} rxq {instance} bsz {p.burst}")
                 lines_out.append(f"port out {p.id} ethdev {p.dev_name} txq {instance} bsz {p.burst}")
@@ -126,8 +145,10 @@ class SwitchConfig:
                 raise ConfigError(f"port {p.id}: pci needs a bus address")
             if p.direction not in ("net", "host"):
                 raise ConfigError(f"port {p.id}: direction {p.direction!r} is net or host")
-            if p.type == "libpcap" and self.workers > 1:
-                raise ConfigError(f"port {p.id}: libpcap has one queue pair, so one worker")
+            if p.type == "libpcap" and self.workers > 1 and not p.distribute:
+                raise ConfigError(f"port {p.id}: libpcap has one queue pair: one worker, or distribute: true")
+            if p.distribute and p.type == "pcap":
+                raise ConfigError(f"port {p.id}: a pcap port is read by every worker, it cannot be distributed")
             if p.type == "pcap" and not p.rx_pcap:
                 raise ConfigError(f"port {p.id}: pcap needs rx_pcap")
         if self.pipeline_mode not in ("compiled", "interpreted", "compiled-only"):
@@ -141,6 +162,15 @@ MEMPOOL = "MEMPOOL0"
 
 def cpu_ring(switch_name: str, instance: int, direction: str) -> str:
     return f"{cpu_ring_prefix(switch_name)}{instance}_{direction}"
+
+
+def dist_ring_prefix(switch_name: str, port_id: int) -> str:
+    return f"{switch_name[:16]}_d{port_id}_"
+
+
+def dist_ring(switch_name: str, port_id: int, instance: int, direction: str) -> str:
+    """A distributed port's ring toward ("rx") or from ("tx") one instance."""
+    return f"{dist_ring_prefix(switch_name, port_id)}{instance}_{direction}"
 
 
 def null_ring(switch_name: str) -> str:

@@ -37,6 +37,23 @@ int bsw_ethdev_open(const char *devargs, const char *dev_name, uint32_t n_queues
 int bsw_ring_create(const char *name, uint32_t size);
 uint32_t bsw_n_worker_lcores(void);
 
+/* Software distribution of one port over the pipeline instances
+ * (bsw_distributor.c): an I/O thread between the port's single queue pair
+ * and, per instance k, the rings <ring_prefix>k_rx / <ring_prefix>k_tx.
+ * Returns the distributor's index for bsw_distributor_stats. */
+struct bsw_distributor_stats {
+	uint64_t rx;			/* frames read from the port */
+	uint64_t rx_dropped;		/* an instance's input ring was full */
+	uint64_t tx;			/* frames the port took */
+	uint64_t tx_dropped;		/* the port refused them */
+	uint64_t to_instance[BSW_MAX_INSTANCES];
+};
+int bsw_distributor_start(uint16_t port_id, const char *ring_prefix, uint32_t n_instances,
+			  uint32_t idle_us);
+int bsw_distributor_stats(uint32_t idx, struct bsw_distributor_stats *out);
+void bsw_distributors_stop(void);
+uint32_t bsw_flow_hash(const uint8_t *frame, uint32_t len);
+
 /* ---- pipeline ---- */
 struct bsw_pipeline;
 
