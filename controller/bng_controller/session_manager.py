@@ -33,7 +33,7 @@ from .ip_pool import Ipv6PrefixPool, PoolExhausted, PoolSet
 from .lines import Exhausted, IndexAllocator, Line, LineTable
 from .p4runtime_async import AsyncP4RuntimeClient, deletes, inserts, modifies
 from .ppp.auth import Credentials, Verdict
-from .ppp.codec import PPP_IPCP, PPP_IPV6CP
+from .ppp.codec import CONF_ACK, PPP_IPCP, PPP_IPV6CP
 from .ppp.link import (AuthAttempt, Ipv4Assignment, LinkDown, LinkSnapshot, NetworkDown, NetworkFinished,
                        NetworkUp, PppLink)
 from .pppoe import codec as pppoe
@@ -41,6 +41,8 @@ from .pppoe.discovery import Drop, PeerTerminate, PppoeDiscovery, Reply, Session
 from .session_store import SessionStore
 from .subscriber import PppoeTransport, State, Subscriber
 from .timers import TimerHeap
+
+CONF_ACK_CODE = bytes([CONF_ACK])
 
 log = logging.getLogger("bng.sessions")
 
@@ -108,6 +110,7 @@ class SessionManager:
         self._boot = f"{int(time.time()) & 0xFFFFFFFF:08x}"
         self._acct_seq = 0
         self._tasks: set[asyncio.Task] = set()
+        self._ncp_writes: dict[tuple[int, int], asyncio.Future] = {}   # (session, NCP) -> its entry write
         self._line_ready: dict[int, asyncio.Future] = {}
         self._unknown_padt = {}               # (port, mac) -> last PADT time (rate limit)
         self.on_session_up: list[Callable[[Subscriber], None]] = []
@@ -373,8 +376,12 @@ class SessionManager:
         frames, events = sub.link.drain()
         held = any(isinstance(e, NetworkUp) for e in events)
         if not held:
-            for proto, info in frames:
-                sub.transport.send_ppp(proto, info)
+            early = self._acks_ahead_of_entries(sub, frames)
+            if early:
+                self._spawn(self._install_then_send(sub, early, frames))
+            else:
+                for proto, info in frames:
+                    sub.transport.send_ppp(proto, info)
             frames = []
         for ev in events:
             if isinstance(ev, AuthAttempt):
@@ -541,9 +548,67 @@ class SessionManager:
             return sub.mss_clamp
         return int(m)
 
+    def _acks_ahead_of_entries(self, sub: Subscriber, frames: list[tuple[int, bytes]]) -> list[int]:
+        """The NCPs whose Configure-Ack to the peer is among `frames` while
+        their entries are not in. The peer opens the NCP, and sends data,
+        on the later of our Ack and its own Ack received; when our Ack is
+        the earlier one we reach Opened only on the peer's Ack, after the
+        peer may already have sent. So every NCP Ack waits for the entries."""
+        out = []
+        for proto, info in frames:
+            key = "ipv4" if proto == PPP_IPCP else "ipv6" if proto == PPP_IPV6CP else None
+            if key is None or info[:1] != CONF_ACK_CODE or proto in out:
+                continue
+            if key not in sub.installed or (sub.sid, proto) in self._ncp_writes:
+                out.append(proto)
+        return out
+
+    async def _install_then_send(self, sub: Subscriber, protocols: list[int], frames: list[tuple[int, bytes]]) -> None:
+        """Entries for NCPs we are acknowledging, then the held frames."""
+        for protocol in protocols:
+            if not await self._install_ncp(sub, protocol, frames):
+                return
+        for proto, info in frames:
+            if sub.live:
+                sub.transport.send_ppp(proto, info)
+
     async def _network_up(self, sub: Subscriber, protocol: int, held: list[tuple[int, bytes]]) -> None:
+        if not await self._install_ncp(sub, protocol, held):
+            return
+        for proto, info in held:
+            if sub.live:
+                sub.transport.send_ppp(proto, info)
         if not sub.live:
             return
+        if sub.up_since is None:
+            self._session_up(sub)
+        else:                               # an NCP back after renegotiation
+            sub.state = State.UP
+            self._persist(sub)
+        if protocol == PPP_IPV6CP and self.ipv6 is not None:
+            self.ipv6.network_up(sub)
+
+    async def _install_ncp(self, sub: Subscriber, protocol: int, held: list[tuple[int, bytes]]) -> bool:
+        """The session's entries and the NCP's (each once: whoever comes
+        first writes them, a later caller waits for that write). False if
+        the session is gone or the write failed (then the session is
+        closed, after the held frames)."""
+        if not sub.live:
+            return False
+        pending = self._ncp_writes.get((sub.sid, protocol))
+        if pending is not None:
+            return await asyncio.shield(pending)
+        fut: asyncio.Future = asyncio.get_running_loop().create_future()
+        self._ncp_writes[(sub.sid, protocol)] = fut
+        ok = False
+        try:
+            ok = await self._write_ncp(sub, protocol, held)
+        finally:
+            del self._ncp_writes[(sub.sid, protocol)]
+            fut.set_result(ok)
+        return ok
+
+    async def _write_ncp(self, sub: Subscriber, protocol: int, held: list[tuple[int, bytes]]) -> bool:
         t, tables, mss = sub.transport, self.tables, self._mss(sub)
         new: dict[str, list] = {}
         if "session" not in sub.installed:
@@ -573,19 +638,8 @@ class SessionManager:
             for proto, info in held:
                 sub.transport.send_ppp(proto, info)
             self.close(sub, "data plane error", TerminateCause.NAS_ERROR)
-            return
-        for proto, info in held:
-            if sub.live:
-                sub.transport.send_ppp(proto, info)
-        if not sub.live:
-            return
-        if sub.up_since is None:
-            self._session_up(sub)
-        else:                               # an NCP back after renegotiation
-            sub.state = State.UP
-            self._persist(sub)
-        if protocol == PPP_IPV6CP and self.ipv6 is not None:
-            self.ipv6.network_up(sub)
+            return False
+        return sub.live
 
     def _session_up(self, sub: Subscriber) -> None:
         now = self.clock()

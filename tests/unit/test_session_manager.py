@@ -366,3 +366,45 @@ def test_pap_request_with_a_new_identifier_after_the_verdict_is_answered(tmp_pat
         assert len(acks) == 2
         assert mgr.counters["auth accepted"] == 1           # AAA asked once
     asyncio.run(run())
+
+
+def test_ipcp_ack_waits_for_the_entries_when_the_peer_acks_last(tmp_path):
+    """The peer's IPCP opens on the later of our Ack and its own Ack
+    received. Here the CPE's Ack of our request is held back until we have
+    acked its request: our Ack is then the one that opens the CPE's IPCP
+    (we only open later, on its Ack), so it must not leave before the
+    session's IPv4 entries are in, or the CPE's first packets are dropped."""
+    async def run():
+        mgr, sw, aaa, clock, n = make(tmp_path)
+        cpe = ScriptedCpe(b"\x02\xcc\0\0\0\x0c", BNG_MAC)
+        acks_sent_with_entries: list[bool] = []
+        send = sw.packet_out
+
+        def packet_out(frame: bytes, port: int) -> None:
+            if struct.unpack_from("!HB", frame, 20) == (IPCP, 2):
+                acks_sent_with_entries.append(len(table(sw, n, "ipv4_session")) == 1)
+            send(frame, port)
+        sw.packet_out = packet_out
+        deferred: list[bytes] = []
+        to_bng = [cpe.padi()]
+        for _ in range(60):
+            for f in to_bng:
+                if struct.unpack_from("!HB", f, 20) == (IPCP, 2) and not acks_sent_with_entries:
+                    deferred.append(f)             # the CPE's Ack of our request: later
+                    continue
+                deliver(mgr, f)
+            to_bng = []
+            for _ in range(5):
+                await asyncio.sleep(0)
+            for frame, _ in sw.take_sent():
+                to_bng += cpe.receive(frame)
+            if acks_sent_with_entries and deferred:
+                to_bng += deferred
+                deferred = []
+            if not to_bng and not mgr._tasks:
+                break
+        assert acks_sent_with_entries == [True], acks_sent_with_entries
+        [sub] = mgr.subs.values()
+        assert cpe.ipcp_up and sub.state == State.UP and sub.link.ipcp.state.name == "OPENED"
+        assert [r.status for r in aaa.records] == [AcctStatus.START]
+    asyncio.run(run())
