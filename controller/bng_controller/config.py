@@ -219,4 +219,12 @@ def from_dict(raw: dict) -> ControllerConfig:
         raise ConfigError(f"default_pool: no pool named {c.default_pool!r}")
     if c.sessions.shutdown not in ("terminate", "keep"):
         raise ConfigError("sessions.shutdown: terminate or keep")
+    if c.l2tp:
+        from .l2tp.service import L2tpConfig        # its own parser: a typo fails at load, not at start
+        try:
+            L2tpConfig.from_dict(c.l2tp)
+        except KeyError as e:
+            raise ConfigError(f"l2tp: missing setting {e}") from e
+        except (ValueError, TypeError) as e:
+            raise ConfigError(str(e) if str(e).startswith("l2tp") else f"l2tp: {e}") from e
     return c

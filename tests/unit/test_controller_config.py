@@ -32,3 +32,18 @@ def test_bad_values_are_refused():
     with pytest.raises(config.ConfigError, match="default_pool"):
         config.from_dict({"pools": {"p": {"prefix": "10.0.0.0/24", "gateway": "10.0.0.1"}},
                           "default_pool": "q"})
+
+
+def test_l2tp_section_is_checked_at_load():
+    pools = {"p": {"prefix": "10.0.0.0/24", "gateway": "10.0.0.1"}}
+    with pytest.raises(config.ConfigError, match=r"l2tp\.lns_peer: unknown setting"):
+        config.from_dict({"pools": pools, "l2tp": {"local_address": "192.0.2.1", "lns_peer": []}})
+    with pytest.raises(config.ConfigError, match="l2tp.local_address: required"):
+        config.from_dict({"pools": pools, "l2tp": {"lac": True}})
+    with pytest.raises(config.ConfigError, match="l2tp: missing setting 'secret'"):
+        config.from_dict({"pools": pools, "l2tp": {"local_address": "192.0.2.1",
+                                                   "lns_peers": [{"address": "192.0.2.9"}]}})
+    with pytest.raises(config.ConfigError, match="l2tp.proxy"):
+        config.from_dict({"pools": pools, "l2tp": {"local_address": "192.0.2.1", "proxy": "maybe"}})
+    c = config.from_dict({"pools": pools, "l2tp": {"local_address": "192.0.2.1", "lns": True}})
+    assert c.l2tp["lns"] is True

@@ -30,7 +30,7 @@ def test_libpcap_port_is_one_queue_pair_on_an_interface():
     ({"ports": [{"id": 2, "type": "af_packet", "iface": "x"}]}, "without holes"),
     ({"ports": [{"id": 1, "type": "bogus"}]}, "not one of"),
     ({"ports": [{"id": 1, "type": "af_packet"}]}, "needs iface"),
-    ({"colour": "red"}, "unknown switch config key"),
+    ({"colour": "red"}, "switch config: unknown key colour"),
     ({"pipeline_mode": "fast"}, "pipeline_mode"),
     ({"workers": 2, "ports": [{"id": 1, "type": "libpcap", "iface": "x"}]}, "one worker"),
 ])
@@ -73,3 +73,13 @@ def test_undistributed_libpcap_with_workers_and_distributed_pcap_are_refused():
     with pytest.raises(switch_config.ConfigError, match="cannot be distributed"):
         switch_config.from_dict({"name": "sw", "workers": 2,
                                  "ports": [{"id": 1, "type": "pcap", "rx_pcap": "x.pcap", "distribute": True}]})
+
+
+def test_unknown_keys_are_named():
+    with pytest.raises(ConfigError, match=r"ports\[1\]: unknown key ifname"):
+        from_dict({"name": "sw", "ports": [{"id": 1, "type": "af_packet", "iface": "a"},
+                                           {"id": 2, "type": "af_packet", "ifname": "b"}]})
+    with pytest.raises(ConfigError, match="switch config: unknown keys threads, wokers"):
+        from_dict({"name": "sw", "wokers": 2, "threads": 1, "ports": []})
+    with pytest.raises(ConfigError, match=r"ports\[0\]: id and type are required"):
+        from_dict({"name": "sw", "ports": [{"iface": "a"}]})

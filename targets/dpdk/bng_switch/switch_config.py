@@ -7,7 +7,7 @@ without holes, so the configuration must list them that way; the CPU port
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 import yaml
@@ -194,12 +194,25 @@ def load(path: str | Path) -> SwitchConfig:
     return from_dict(raw)
 
 
+def _known_keys(cls, raw: dict, where: str) -> dict:
+    """raw, refusing any key the dataclass does not have (by name)."""
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where}: expected a mapping, got {type(raw).__name__}")
+    unknown = sorted(set(raw) - {f.name for f in fields(cls)})
+    if unknown:
+        raise ConfigError(f"{where}: unknown key{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}")
+    return raw
+
+
 def from_dict(raw: dict) -> SwitchConfig:
-    ports = [PortConfig(**p) for p in raw.pop("ports", [])]
-    try:
-        cfg = SwitchConfig(ports=ports, **raw)
-    except TypeError as e:
-        raise ConfigError(f"unknown switch config key: {e}") from e
+    raw = dict(_known_keys(SwitchConfig, raw, "switch config"))
+    ports = []
+    for i, p in enumerate(raw.pop("ports", None) or []):
+        p = _known_keys(PortConfig, p, f"ports[{i}]")
+        if "id" not in p or "type" not in p:
+            raise ConfigError(f"ports[{i}]: id and type are required")
+        ports.append(PortConfig(**p))
+    cfg = SwitchConfig(ports=ports, **raw)
     if not cfg.dpdk_include:
         cfg.dpdk_include = default_dpdk_include()
     cfg.validate()
