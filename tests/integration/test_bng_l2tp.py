@@ -28,12 +28,15 @@ TUNNEL = {"hello_interval": 2, "max_retransmits": 3, "retransmit_cap": 4}
 
 
 def lac_realms(lab=LacLnsLab) -> dict:
-    good = {"server": lab.LNS_IP, "password": lab.SECRET, "client_auth_id": "lac1"}
+    good = {"server": lab.LNS_IP, "password": lab.SECRET, "client_auth_id": "lac1", "server_auth_id": "lns1"}
     return {"realms": {
         "lab.test": {"tunnels": [{**good, "preference": 1}]},
         # the preferred LNS does not exist: the call must fail over
         "failover.test": {"tunnels": [{"server": "100.65.0.9", "password": lab.SECRET, "preference": 1},
                                       {**good, "preference": 2}]},
+        # the preferred tunnel expects another LNS host name: refused, then the next
+        "wronglns.test": {"tunnels": [{**good, "server_auth_id": "lns9", "assignment_id": "wrong-lns",
+                                       "preference": 1}, {**good, "preference": 2}]},
         "badsecret.test": {"tunnels": [{**good, "password": "not-the-secret", "assignment_id": "bad"}]},
     }}
 
@@ -113,6 +116,20 @@ def test_failover_to_the_next_lns(lab):
     assert r.wait(90) == 0, "".join(r.output[-10:])
     c = lab.lac.api("counters")["l2tp"]
     assert c.get("lac failover", 0) >= 1
+
+
+def test_lns_with_another_host_name_is_refused_and_the_call_fails_over(lab):
+    """Tunnel-Server-Auth-Id (server_auth_id): the LNS answering as "lns1"
+    where "lns9" is expected is stopped by the LAC; the call takes the next
+    tunnel, whose expected name matches."""
+    before = lab.lac.api("counters")["l2tp"]
+    r = lab.emulator("emu-wronglns", "--sessions", "1", "--username", "user{i}@wronglns.test", "--duration", "1",
+                     "--setup-timeout", "45", "--mac-base", "02:74:00:00:00:00")
+    assert r.wait(90) == 0, "".join(r.output[-10:])
+    c = lab.lac.api("counters")["l2tp"]
+    assert c.get("lac: LNS host name mismatch", 0) - before.get("lac: LNS host name mismatch", 0) == 1, c
+    assert c.get("lac failover", 0) - before.get("lac failover", 0) == 1, c
+    assert any("expected 'lns9'" in line for line in lab.lac.output), "no log line names the mismatch"
 
 
 def test_bad_tunnel_secret_is_refused(lab):

@@ -221,6 +221,32 @@ def test_responder_policy_refuses_and_chooses_config():
     assert net2.run(up(net2), limit=10)
 
 
+def test_responder_policy_is_asked_once_per_tunnel_not_per_retransmission():
+    """The LAC's SCCRQ is retransmitted (our StopCCN is lost twice): the
+    refused tunnel answers the copies; the policy (and what it counts and
+    logs) is consulted once."""
+    seen = []
+
+    def policy(peer, host):
+        seen.append(host)
+        return None
+
+    lost = []
+
+    def drop(ep, payload):
+        if ep is net.lns and len(lost) < 2:
+            lost.append(payload)
+            return True
+        return False
+    net = make(TunnelConfig(host_name="stranger", secret=SECRET))
+    net.drop = drop
+    net.lns.policy = policy
+    net.lac.open_tunnel(LNS_ADDR)
+    assert net.run(lambda: bool(net.of(net.lac, TunnelDown)), limit=30)
+    assert len(lost) == 2 and seen == ["stranger"], seen
+    assert net.lns.counters["tunnel refused"] == 1
+
+
 class _NoChallengeResponse(Tunnel):
     """Sends SCCRP and SCCCN without their Challenge Response AVP."""
 

@@ -251,6 +251,17 @@ class L2tpEndpoint:
         if msg.msg_type is None:
             self._count("zlb for tunnel 0")
             return
+        if not msg.has_hidden:
+            # A retransmitted SCCRQ (or an early StopCCN) of a tunnel we
+            # have: no new policy decision (nor its counter and log line).
+            try:
+                known = self._by_peer_tid.get((peer, msg.get(ASSIGNED_TUNNEL_ID)))
+            except CodecError:
+                known = None
+            if known is not None:
+                known.handle(msg)
+                self._done(known)
+                return
         cfg = self._config_for(peer, msg)
         secret = (cfg or self.config).secret
         try:

@@ -44,7 +44,7 @@ from ..pppoe import codec as pppoe
 from ..subscriber import Subscriber
 from ..timers import TimerHeap
 from .codec import (CDN_ADMIN, CDN_LOST_CARRIER, CDN_NO_FACILITIES_TEMPORARY, PROXY_AUTH_CHAP, PROXY_AUTH_PAP,
-                    STOP_CLEAR, ResultCode)
+                    STOP_CLEAR, STOP_GENERAL_ERROR, ResultCode)
 from .endpoint import L2tpEndpoint
 from .transport import L2tpTransport
 from .tunnel import (AccessLine, CallParams, IncomingCall, PppFrame, ProxyAuth, ProxyLcp, Session, SessionDown,
@@ -113,6 +113,7 @@ class TunnelData:
     up_since: float | None = None
     installed: bool = False
     key: tuple | None = None        # LAC: reuse key
+    expect_host: str = ""           # LAC: the host name the LNS must present (Tunnel-Server-Auth-Id)
 
 
 def _proxy_auth(creds: Credentials) -> ProxyAuth | None:
@@ -334,6 +335,15 @@ class L2tpService:
             except Exception:
                 self.endpoint.close_tunnel(t, ResultCode(2, 4, "no tunnel index"), "no tunnel index")
                 return
+        if d.expect_host and t.peer_info.host_name != d.expect_host:
+            # RFC 2868 Tunnel-Server-Auth-Id: the name the tunnel terminator
+            # uses in tunnel authentication. Another LNS answered: its
+            # calls fail over to the next tunnel.
+            self._count("lac: LNS host name mismatch")
+            why = f"LNS host name {t.peer_info.host_name!r}, expected {d.expect_host!r}"
+            log.warning("l2tp tunnel %d to %s refused: %s", t.local_id, t.peer[0], why)
+            self.endpoint.close_tunnel(t, ResultCode(STOP_GENERAL_ERROR, 0, why), why)
+            return
         d.up_since = self.ctl.clock()
         self._count(f"tunnel up ({d.role})")
         log.info("l2tp tunnel %d up with %s (%s), peer tunnel %d", t.local_id, t.peer, t.peer_info.host_name,
@@ -482,7 +492,7 @@ class L2tpService:
 
     # ---- LAC ----
     def _tunnel_for(self, spec: TunnelSpec) -> Tunnel:
-        key = (spec.server_endpoint, spec.assignment_id, spec.password, spec.client_auth_id)
+        key = (spec.server_endpoint, spec.assignment_id, spec.password, spec.client_auth_id, spec.server_auth_id)
         t = self.lac_tunnels.get(key)
         if t is not None and t.state in (TunnelState.IDLE, TunnelState.WAIT_CTL_REPLY, TunnelState.ESTABLISHED) \
                 and len(t.sessions) < self.cfg.max_sessions_per_tunnel:
@@ -492,7 +502,7 @@ class L2tpService:
             cfg.host_name = spec.client_auth_id
         self.ctl.nexthop_for(IPv4(spec.server_endpoint))       # start resolving the way there
         t = self.endpoint.open_tunnel((spec.server_endpoint, L2TP_PORT), self.local, cfg)
-        t.data = TunnelData(self.tunnel_idx.allocate(), "lac", key=key)
+        t.data = TunnelData(self.tunnel_idx.allocate(), "lac", key=key, expect_host=spec.server_auth_id)
         self.lac_tunnels[key] = t
         self._count("tunnel opened")
         return t
