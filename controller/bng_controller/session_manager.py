@@ -43,6 +43,7 @@ from .subscriber import PppoeTransport, State, Subscriber
 from .timers import TimerHeap
 
 CONF_ACK_CODE = bytes([CONF_ACK])
+NCP_ENTRIES = {PPP_IPCP: "ipv4", PPP_IPV6CP: "ipv6"}   # an NCP -> its key in Subscriber.installed
 
 log = logging.getLogger("bng.sessions")
 
@@ -556,7 +557,7 @@ class SessionManager:
         peer may already have sent. So every NCP Ack waits for the entries."""
         out = []
         for proto, info in frames:
-            key = "ipv4" if proto == PPP_IPCP else "ipv6" if proto == PPP_IPV6CP else None
+            key = NCP_ENTRIES.get(proto)
             if key is None or info[:1] != CONF_ACK_CODE or proto in out:
                 continue
             if key not in sub.installed or (sub.sid, proto) in self._ncp_writes:
@@ -664,7 +665,7 @@ class SessionManager:
 
     async def _network_down(self, sub: Subscriber, protocol: int) -> None:
         """An NCP finished while the link stays: withdraw its entries."""
-        key = "ipv4" if protocol == PPP_IPCP else "ipv6"
+        key = NCP_ENTRIES[protocol]
         ents = sub.installed.pop(key, None)
         if ents and sub.live:
             errors = await self.switch.write(deletes(ents))

@@ -386,23 +386,16 @@ def test_ipcp_ack_waits_for_the_entries_when_the_peer_acks_last(tmp_path):
             send(frame, port)
         sw.packet_out = packet_out
         deferred: list[bytes] = []
-        to_bng = [cpe.padi()]
-        for _ in range(60):
-            for f in to_bng:
-                if struct.unpack_from("!HB", f, 20) == (IPCP, 2) and not acks_sent_with_entries:
-                    deferred.append(f)             # the CPE's Ack of our request: later
-                    continue
-                deliver(mgr, f)
-            to_bng = []
-            for _ in range(5):
-                await asyncio.sleep(0)
-            for frame, _ in sw.take_sent():
-                to_bng += cpe.receive(frame)
-            if acks_sent_with_entries and deferred:
-                to_bng += deferred
-                deferred = []
-            if not to_bng and not mgr._tasks:
-                break
+
+        def defer_cpe_ack(f: bytes) -> bool:
+            """The CPE's Ack of our request waits until we have acked its."""
+            if struct.unpack_from("!HB", f, 20) == (IPCP, 2) and not acks_sent_with_entries:
+                deferred.append(f)
+                return True
+            return False
+        await pump(mgr, sw, cpe, [cpe.padi()], drop=defer_cpe_ack)
+        assert deferred and cpe.ipcp_up                   # the CPE is open, we are not yet
+        await pump(mgr, sw, cpe, deferred)
         assert acks_sent_with_entries == [True], acks_sent_with_entries
         [sub] = mgr.subs.values()
         assert cpe.ipcp_up and sub.state == State.UP and sub.link.ipcp.state.name == "OPENED"
