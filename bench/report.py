@@ -37,8 +37,11 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.bench_bng import ROLES  # noqa: E402
+
 PY = sys.executable
-ROLES = ("pppoe_up", "pppoe_down", "lac_up", "lac_down", "lns_up", "lns_down")
 SIZES = ("64", "128", "256", "512", "1024", "1518", "imix")
 
 

@@ -458,7 +458,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         hdr = pc.pmap.controller_headers.get("packet_out")
         header = b""
         if hdr is not None:
-            widths = {fid: bw for fid, _, bw in hdr.fields}
+            widths = hdr.widths
             ints = {}
             for fid, v in values.items():
                 if fid not in widths:
@@ -510,9 +510,8 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                 continue
             resp = p4r.StreamMessageResponse()
             if hdr is not None:
-                widths = {i: b for i, _, b in hdr.fields}
                 for fid, value in fields:
-                    resp.packet.metadata.add(metadata_id=fid, value=canonical(value, widths[fid]))
+                    resp.packet.metadata.add(metadata_id=fid, value=canonical(value, hdr.widths[fid]))
             resp.packet.payload = data
             self.stats["packet_in"] += 1
             primary.queue.put(resp)

@@ -9,6 +9,7 @@ here is written by hand for one program.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Iterable
 
 from p4.config.v1 import p4info_pb2
@@ -117,9 +118,15 @@ class ControllerHeader:
     name: str
     fields: list[tuple[int, str, int]]  # (id, name, bitwidth) in header order
 
-    @property
+    # computed once: every packet-in and packet-out uses them
+    @cached_property
     def n_bytes(self) -> int:
         return (sum(bw for _, _, bw in self.fields) + 7) // 8
+
+    @cached_property
+    def widths(self) -> dict[int, int]:
+        """Field id -> bitwidth."""
+        return {fid: bw for fid, _, bw in self.fields}
 
     def decode(self, data: bytes) -> list[tuple[int, int]]:
         bits = int.from_bytes(data[:self.n_bytes], "big")
