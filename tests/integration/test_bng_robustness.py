@@ -3,6 +3,7 @@ packets; a PADI flood while subscribers are up; the controller killed
 (SIGKILL) and restarted with sessions up."""
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -49,9 +50,14 @@ def test_lossy_duplicating_reordering_line_converges(lab):
     try:
         try:
             e.wait_status(lambda s: s["established"] == n, 120, "every session up")
-        except Exception as err:                  # say why the BNG ended a session
-            ends = [ln for ln in lab.controller.log().splitlines() if " down (" in ln or "rejected" in ln]
-            raise AssertionError(f"{err}\nthe controller's session ends:\n" + "\n".join(ends[-20:])) from err
+        except Exception as err:                  # say why: both sides' view of the sessions that ended
+            log = lab.controller.log().splitlines()
+            ends = [ln for ln in log if " down (" in ln or "rejected" in ln]
+            ids = {m.group(1) for ln in ends for m in [re.search(r"session (\d+) ", ln)] if m}
+            story = [ln for ln in log if any(f"session {i} " in ln or f"session {i}:" in ln for i in ids)]
+            raise AssertionError(f"{err}\nsubemu failed: {e.status().get('failed_reasons')}\n"
+                                 "the controller's lines for the sessions it ended:\n"
+                                 + "\n".join((story or ends)[-40:])) from err
         time.sleep(4)                                 # stragglers' NCPs settle
         t1 = e.status()
         time.sleep(5)
