@@ -453,11 +453,18 @@ class SessionManager:
             result = AuthResult(False, "authentication service unavailable")
         if not sub.live:
             return
+        if not sub.link.awaits_verdict(creds):
+            # LCP renegotiated while AAA decided: the new exchange's own
+            # Response is (or will be) with AAA; this verdict answers nothing
+            self._count("auth verdict for a superseded attempt")
+            log.info("session %d: %s: verdict discarded, authentication restarted meanwhile",
+                     sub.sid, creds.username)
+            return
         if not result.accepted:
             self._count("auth rejected")
             log.info("session %d: %s rejected: %s", sub.sid, creds.username, result.reply_message)
             sub.cause = TerminateCause.USER_ERROR
-            sub.link.auth_result(Verdict(False, result.reply_message or "authentication failed"), None)
+            sub.link.auth_result(creds, Verdict(False, result.reply_message or "authentication failed"), None)
             self._drain(sub)
             return
         self._count("auth accepted")
@@ -467,7 +474,7 @@ class SessionManager:
             # LAC: the subscriber belongs to an LNS; it answers the authentication
             if self.l2tp is None or not self.l2tp.lac_enabled:
                 self._count("auth rejected: tunnelled realm without L2TP")
-                sub.link.auth_result(Verdict(False, "service unavailable"), None)
+                sub.link.auth_result(creds, Verdict(False, "service unavailable"), None)
                 self._drain(sub)
                 return
             await self.l2tp.lac_switch(sub, creds, result)
@@ -475,11 +482,11 @@ class SessionManager:
         ipv4 = self._assign_ipv4(sub, result)
         if ipv4 is None:
             sub.cause = TerminateCause.NAS_ERROR
-            sub.link.auth_result(Verdict(False, "no address available"), None)
+            sub.link.auth_result(creds, Verdict(False, "no address available"), None)
             self._drain(sub)
             return
         sub.state = State.NETWORK
-        sub.link.auth_result(Verdict(True, result.reply_message or "Welcome",
+        sub.link.auth_result(creds, Verdict(True, result.reply_message or "Welcome",
                                      mschapv2_success=result.mschapv2_success), ipv4)
         self._drain(sub)
 

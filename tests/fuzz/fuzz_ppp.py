@@ -49,7 +49,7 @@ def one_input(data: bytes) -> None:
         _, events = link.drain()
         for ev in events:
             if isinstance(ev, AuthAttempt):
-                link.auth_result(Verdict(fdp.ConsumeBool(), "fuzz"), v4)
+                link.auth_result(ev.credentials, Verdict(fdp.ConsumeBool(), "fuzz"), v4)
 
 
 if __name__ == "__main__":

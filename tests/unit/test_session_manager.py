@@ -350,6 +350,37 @@ def test_lcp_renegotiation_reauthenticates_and_keeps_address_and_accounting(tmp_
     asyncio.run(run())
 
 
+def test_verdict_on_credentials_from_before_an_lcp_renegotiation_answers_nothing(tmp_path):
+    """The CPE restarts LCP while AAA decides on its first CHAP Response:
+    authentication starts over (new Challenge), and the late verdict on the
+    first Response must not answer the second one. Here the second Response
+    carries a wrong password: it is rejected, where the stale Accept used
+    to answer it with Success unchecked."""
+    async def run():
+        mgr, sw, aaa, clock, n = make(tmp_path, auth=("chap-md5",))
+        gate, asked = asyncio.Event(), []
+        checked = aaa.authenticate
+
+        async def held(req):
+            asked.append(req)
+            await gate.wait()
+            return await checked(req)
+        aaa.authenticate = held
+        cpe = ScriptedCpe(b"\x02\xcc\0\0\0\x0e", BNG_MAC)
+        await pump(mgr, sw, cpe, [cpe.padi()])
+        assert len(asked) == 1                                   # first Response with AAA
+        cpe.password = "not-the-secret"
+        await pump(mgr, sw, cpe, [cpe.lcp_request()])            # LCP restarts meanwhile
+        assert len(asked) == 2 and asked[0].challenge != asked[1].challenge   # a new exchange
+        gate.set()
+        await pump(mgr, sw, cpe)
+        assert mgr.counters.get("auth verdict for a superseded attempt") == 1
+        assert mgr.counters.get("auth rejected") == 1 and mgr.counters.get("auth accepted", 0) == 0
+        assert cpe.auth_ok is False and (CHAP, 3) not in cpe.seen
+        assert not mgr.subs
+    asyncio.run(run())
+
+
 def test_pap_request_with_a_new_identifier_after_the_verdict_is_answered(tmp_path):
     """RFC 1334: a CPE changes the Identifier of every Authenticate-Request.
     If our Ack was late, its next request (new id) must get the Ack again."""

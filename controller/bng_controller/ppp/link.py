@@ -406,18 +406,28 @@ class PppLink:
         self.events.append(LinkDown(reason, peer_dead))
 
     # ---- AAA's answer ----
-    def auth_result(self, verdict: Verdict, ipv4: Ipv4Assignment | None) -> None:
+    def awaits_verdict(self, creds: Credentials) -> bool:
+        """Whether `creds` are what the current authenticator waits on. An
+        LCP renegotiation while AAA was deciding restarts authentication
+        (a new Challenge with a new identifier): a verdict on the earlier
+        credentials must not answer the new exchange, whose own Response
+        goes to AAA in turn."""
+        return self.phase == Phase.AUTHENTICATE and self.auth is not None and self.auth.pending is creds
+
+    def auth_result(self, creds: Credentials, verdict: Verdict, ipv4: Ipv4Assignment | None) -> bool:
         """Answer the peer and, if accepted, start the network phase.
-        `ipv4` None: no IPv4 for this subscriber (IPCP is not run)."""
-        if self.auth is None or self.phase != Phase.AUTHENTICATE:
-            return
+        `ipv4` None: no IPv4 for this subscriber (IPCP is not run). False,
+        and nothing sent, when `creds` are no longer awaited."""
+        if not self.awaits_verdict(creds):
+            return False
         self.auth_deadline = None
         self.auth.answer(verdict)
         if not verdict.accepted:
             self.close("authentication failed")
-            return
+            return True
         self.phase = Phase.NETWORK
         self.start_ncps(ipv4)
+        return True
 
     def start_ncps(self, ipv4: Ipv4Assignment | None) -> None:
         """Open IPCP (with the address already decided) and IPv6CP."""
