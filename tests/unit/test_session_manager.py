@@ -371,7 +371,8 @@ def test_verdict_on_credentials_from_before_an_lcp_renegotiation_answers_nothing
         assert len(asked) == 1                                   # first Response with AAA
         cpe.password = "not-the-secret"
         await pump(mgr, sw, cpe, [cpe.lcp_request()])            # LCP restarts meanwhile
-        assert len(asked) == 2 and asked[0].challenge != asked[1].challenge   # a new exchange
+        assert len(asked) == 2 and asked[0].challenge != asked[1].challenge   # a new exchange...
+        assert asked[1].chap_id == (asked[0].chap_id + 1) & 0xFF                # ...a new identifier
         gate.set()
         await pump(mgr, sw, cpe)
         assert mgr.counters.get("auth verdict for a superseded attempt") == 1

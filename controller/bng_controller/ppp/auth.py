@@ -114,14 +114,18 @@ class ChapAuthenticator:
     protocol = PPP_CHAP
 
     def __init__(self, sink: Sink, method: AuthMethod, name: str, clock: Callable[[], float],
-                 restart_time: float = 3.0, max_challenges: int = 10):
+                 restart_time: float = 3.0, max_challenges: int = 10, identifier: int | None = None):
+        """`identifier`: the link passes one past its previous exchange's,
+        so that a late Response to an earlier Challenge (before an LCP
+        renegotiation) cannot match this one (RFC 1994 4.1: the Identifier
+        changes with each Challenge)."""
         self.sink = sink
         self.method = method
         self.name = name.encode()
         self.clock = clock
         self.restart_time = restart_time
         self.retries_left = max_challenges
-        self.identifier = int.from_bytes(os.urandom(1), "big")
+        self.identifier = int.from_bytes(os.urandom(1), "big") if identifier is None else identifier & 0xFF
         self.challenge = os.urandom(16)
         self.pending: Credentials | None = None
         self._last_reply: bytes | None = None

@@ -357,9 +357,11 @@ class PppLink:
         if self.auth_method == AuthMethod.PAP:
             self.auth = PapAuthenticator(self._sink)
         else:
+            previous = self.auth.identifier if isinstance(self.auth, ChapAuthenticator) else None
             self.auth = ChapAuthenticator(self._sink, self.auth_method, self.cfg.auth_name, self.clock,
                                           restart_time=self.cfg.lcp.restart_time,
-                                          max_challenges=self.cfg.lcp.max_configure)
+                                          max_challenges=self.cfg.lcp.max_configure,
+                                          identifier=None if previous is None else previous + 1)
         self.auth_deadline = self.clock() + self.cfg.auth_timeout
         if challenge:
             self.auth.start()
