@@ -226,7 +226,11 @@ class PppLink:
         self.out.clear()
 
     def abort(self, reason: str, peer_dead: bool = False) -> None:
-        """The lower layer went away (PADT, L2TP CDN): no more packets."""
+        """The lower layer went away (PADT, L2TP CDN): no more packets. A
+        peer answering our Terminate-Request with a PADT hides why we
+        closed, so the reason keeps both."""
+        if self.lcp.state in (State.CLOSING, State.STOPPING) and self.lcp.close_reason:
+            reason = f"{reason}, after we closed: {self.lcp.close_reason}"
         self.lcp.down()
         self._link_down(reason, peer_dead)
 
