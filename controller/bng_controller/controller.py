@@ -489,9 +489,23 @@ class BngController:
                 log.debug("full collection: %d unreachable, %.1f ms", n, (time.perf_counter() - t0) * 1e3)
             gc.freeze()
 
+    async def _stall_watch(self, tick_s: float = 0.25, report_s: float = 0.5) -> None:
+        """Every protocol timer of every session runs on this one loop: a
+        step that holds it (a slow disk under the session store, a huge
+        batch) delays them all at once, and peers see lost keepalives and
+        retransmissions. Such stalls are counted and logged with their
+        length, so a burst of session failures can be told from one."""
+        while True:
+            t0 = time.monotonic()
+            await asyncio.sleep(tick_s)
+            late = time.monotonic() - t0 - tick_s
+            if late >= report_s:
+                self.sessions.counters["controller event loop stalled"] += 1
+                log.warning("event loop stalled for %.2f s", late)
+
     async def run(self, stop: asyncio.Event) -> None:
         loop_tasks = [self.sessions.timers.run(), self.sessions.accounting_loop(), self._arp_loop(),
-                      self._flush_loop(), self._stats_loop(), self._gc_loop()]
+                      self._flush_loop(), self._stats_loop(), self._gc_loop(), self._stall_watch()]
         self._tasks = [asyncio.create_task(c) for c in loop_tasks]
         if self.l2tp is not None:
             self.l2tp.start()

@@ -55,9 +55,11 @@ def test_lossy_duplicating_reordering_line_converges(lab):
             ends = [ln for ln in log if " down (" in ln or "rejected" in ln]
             ids = {m.group(1) for ln in ends for m in [re.search(r"session (\d+) ", ln)] if m}
             story = [ln for ln in log if any(f"session {i} " in ln or f"session {i}:" in ln for i in ids)]
+            stalls = [ln for ln in log if "event loop stalled" in ln]
             raise AssertionError(f"{err}\nsubemu failed: {e.status().get('failed_reasons')}\n"
                                  "the controller's lines for the sessions it ended:\n"
-                                 + "\n".join((story or ends)[-40:])) from err
+                                 + "\n".join((story or ends)[-40:])
+                                 + "\ncontroller stalls:\n" + "\n".join(stalls[-20:])) from err
         time.sleep(4)                                 # stragglers' NCPs settle
         t1 = e.status()
         time.sleep(5)
