@@ -13,6 +13,9 @@ import json
 import logging
 import signal
 import sys
+from logging.handlers import QueueListener
+
+from . import log_output
 
 
 class JsonFormatter(logging.Formatter):
@@ -23,16 +26,23 @@ class JsonFormatter(logging.Formatter):
              "msg": record.getMessage()}
         if record.exc_info:
             d["exc"] = self.formatException(record.exc_info)
+        elif record.exc_text:                 # formatted before it crossed the log queue
+            d["exc"] = record.exc_text
         return json.dumps(d)
 
 
+_log_listener: QueueListener | None = None
+
+
 def setup_logging(level: str, fmt: str) -> None:
+    """stdout, written by a thread of its own (see log_output)."""
+    global _log_listener
     h = logging.StreamHandler(sys.stdout)
     if fmt == "json":
         h.setFormatter(JsonFormatter())
     else:
         h.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    logging.basicConfig(level=getattr(logging, level.upper()), handlers=[h], force=True)
+    _, _log_listener = log_output.start(h, getattr(logging, level.upper()))
 
 
 async def amain(args: argparse.Namespace) -> int:
@@ -114,6 +124,9 @@ def main() -> int:
         return asyncio.run(amain(args))
     except KeyboardInterrupt:
         return 0
+    finally:
+        if _log_listener is not None:
+            _log_listener.stop()              # what is still queued goes out
 
 
 if __name__ == "__main__":
