@@ -134,6 +134,10 @@ class EmulatorProcess(LoggedProcess):
                     "--status-file", str(self.status_file), "--report", str(self.report_file), *args]
 
     def start(self) -> "EmulatorProcess":
+        # an earlier run's files under the same name would answer status() and
+        # wait_status() before this run has written anything
+        self.status_file.unlink(missing_ok=True)
+        self.report_file.unlink(missing_ok=True)
         self._launch(self.cmd)
         return self
 
