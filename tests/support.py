@@ -1,11 +1,14 @@
 """Test helpers shared by unit and integration tests."""
 from __future__ import annotations
 
+import contextlib
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
-from bng_lab import switch_process
+from bng_lab import netlab, switch_process
 from bng_lab.switch_process import ROOT, SwitchProcess  # noqa: F401  (re-exported for tests)
 
 
@@ -15,3 +18,38 @@ def program_files(program: str) -> tuple[Path, Path]:
         return switch_process.program_files(program)
     except switch_process.MissingProgram as e:
         pytest.skip(str(e))
+
+
+@dataclass
+class TwoHosts:
+    """Namespaces h1 and h2, each joined by a veth to the root namespace:
+    t1/t2 are the hosts' ends, sw1/sw2 the ends a switch takes as ports."""
+    lab: netlab.NetLab
+    h1: str
+    h2: str
+    t1: str
+    t2: str
+    sw1: str
+    sw2: str
+    switch: SwitchProcess | None = None
+
+
+@contextlib.contextmanager
+def two_hosts() -> Iterator[TwoHosts]:
+    """Two hosts for a switch between them. The switch a test sets in
+    `.switch` is stopped at the end and must stop cleanly on SIGTERM; its
+    log is printed for the test report."""
+    lab = netlab.NetLab()
+    hosts = None
+    try:
+        h1, h2 = lab.ns("h1"), lab.ns("h2")
+        sw1, t1 = lab.veth("sw1", "t1", ns_b=h1)
+        sw2, t2 = lab.veth("sw2", "t2", ns_b=h2)
+        hosts = TwoHosts(lab, h1, h2, t1, t2, sw1, sw2)
+        yield hosts
+    finally:
+        if hosts is not None and hosts.switch is not None:
+            rc = hosts.switch.stop()
+            print(hosts.switch.log()[-4000:])
+            assert rc == 0, "switch did not stop cleanly on SIGTERM"
+        lab.cleanup()

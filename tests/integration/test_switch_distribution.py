@@ -21,7 +21,7 @@ from scapy.layers.l2 import Ether
 from bng_controller.p4runtime_client import P4RuntimeClient
 from bng_lab import netlab
 from bng_switch import libbsw
-from tests.support import SwitchProcess, program_files
+from tests.support import SwitchProcess, program_files, two_hosts
 
 pytestmark = pytest.mark.root
 
@@ -42,18 +42,14 @@ def pppoe_frame(flow: int, seq: int, session_id: int | None = None) -> bytes:
 
 @pytest.fixture(scope="module")
 def dist_lab(tmp_path_factory):
-    lab = netlab.NetLab()
     tmp = tmp_path_factory.mktemp("dist")
-    sw = None
-    try:
-        h1, h2 = lab.ns("h1"), lab.ns("h2")
-        sw1, t1 = lab.veth("sw1", "t1", ns_b=h1)
-        sw2, t2 = lab.veth("sw2", "t2", ns_b=h2)
+    with two_hosts() as hosts:
+        h1, h2, t1, t2 = hosts.h1, hosts.h2, hosts.t1, hosts.t2
         for ns, dev in ((h1, t1), (h2, t2)):       # no IPv6 chatter in the counts
             netlab.sh("ip", "netns", "exec", ns, "sysctl", "-qw", f"net.ipv6.conf.{dev}.disable_ipv6=1")
-        sw = SwitchProcess(tmp, f"ds{lab.tag}", [
-            {"id": 1, "type": "libpcap", "iface": sw1, "distribute": True},
-            {"id": 2, "type": "af_packet", "iface": sw2, "distribute": True},
+        sw = hosts.switch = SwitchProcess(tmp, f"ds{hosts.lab.tag}", [
+            {"id": 1, "type": "libpcap", "iface": hosts.sw1, "distribute": True},
+            {"id": 2, "type": "af_packet", "iface": hosts.sw2, "distribute": True},
         ], workers=2).start()
         p4info, dc = program_files("switch_test")
         c = P4RuntimeClient(sw.address, election_id=(0, 10))
@@ -62,12 +58,6 @@ def dist_lab(tmp_path_factory):
         c.insert(*[c.table_entry("port_fwd", {"in_port": a}, "forward", {"port": b}) for a, b in ((1, 2), (2, 1))])
         yield {"sw": sw, "client": c, "h1": h1, "h2": h2, "t1": t1, "t2": t2}
         c.close()
-    finally:
-        if sw is not None:
-            rc = sw.stop()
-            print(sw.log()[-3000:])
-            assert rc == 0, "switch did not stop cleanly on SIGTERM"
-        lab.cleanup()
 
 
 def distributor_line(sw: SwitchProcess, port: int) -> tuple[int, list[int]]:

@@ -18,7 +18,7 @@ from scapy.layers.l2 import Ether
 from bng_controller.p4runtime_client import P4RuntimeClient, WriteError
 from bng_lab import netlab
 from bng_switch import packet_socket
-from tests.support import SwitchProcess, program_files
+from tests.support import SwitchProcess, program_files, two_hosts
 
 pytestmark = pytest.mark.root
 
@@ -27,31 +27,21 @@ H1_MAC, H2_MAC = "02:00:00:00:01:01", "02:00:00:00:02:02"
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    lab = netlab.NetLab()
     tmp = tmp_path_factory.mktemp("switch")
-    sw = None
-    try:
-        h1, h2 = lab.ns("h1"), lab.ns("h2")
-        sw1, t1 = lab.veth("sw1", "t1", ns_b=h1)
-        sw2, t2 = lab.veth("sw2", "t2", ns_b=h2)
+    with two_hosts() as hosts:
+        h1, h2, t1, t2 = hosts.h1, hosts.h2, hosts.t1, hosts.t2
         for ns, dev, mac, ip in ((h1, t1, H1_MAC, "10.9.0.1/24"), (h2, t2, H2_MAC, "10.9.0.2/24")):
             netlab.sh("ip", "-n", ns, "link", "set", dev, "address", mac)
             netlab.sh("ip", "-n", ns, "addr", "add", ip, "dev", dev)
         # Static neighbours: no ARP chatter to disturb the counters.
         netlab.sh("ip", "-n", h1, "neigh", "replace", "10.9.0.2", "lladdr", H2_MAC, "dev", t1)
         netlab.sh("ip", "-n", h2, "neigh", "replace", "10.9.0.1", "lladdr", H1_MAC, "dev", t2)
-        sw = SwitchProcess(tmp, f"st{lab.tag}", [
-            {"id": 1, "type": "af_packet", "iface": sw1},
-            {"id": 2, "type": "af_packet", "iface": sw2},
+        sw = hosts.switch = SwitchProcess(tmp, f"st{hosts.lab.tag}", [
+            {"id": 1, "type": "af_packet", "iface": hosts.sw1},
+            {"id": 2, "type": "af_packet", "iface": hosts.sw2},
         ], packet_socket=str(tmp / "pktio.sock")).start()
-        yield {"lab": lab, "sw": sw, "h1": h1, "h2": h2, "t1": t1, "t2": t2,
+        yield {"lab": hosts.lab, "sw": sw, "h1": h1, "h2": h2, "t1": t1, "t2": t2,
                "pktio": str(tmp / "pktio.sock")}
-    finally:
-        if sw is not None:
-            rc = sw.stop()
-            print(sw.log()[-4000:])
-            assert rc == 0, "switch did not stop cleanly on SIGTERM"
-        lab.cleanup()
 
 
 @pytest.fixture(scope="module")
