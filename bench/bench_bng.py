@@ -31,9 +31,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.bench_dataplane import frame_sizes, run_modes  # noqa: E402
+from bench.bench_dataplane import L2FWD_SPEC, frame_sizes, run_modes  # noqa: E402
 
-L2FWD_SPEC = "/usr/share/dpdk/examples/pipeline/examples/l2fwd.spec"
 ROLES = ("pppoe_up", "pppoe_down", "lac_up", "lac_down", "lns_up", "lns_down")
 
 PORT = 1                       # the pcap port: source and sink
