@@ -2,7 +2,8 @@
  * switch_test: a small PNA program for testing the DPDK SWX switch and its
  * P4Runtime server, independent of the BNG program. It has one table of each
  * match kind the server handles (exact, LPM, ternary), an indirect counter, a
- * meter, a register, and the packet_in/packet_out controller headers.
+ * meter, a register, a direct counter and a direct meter, and the
+ * packet_in/packet_out controller headers.
  *
  * Byte counts and meters use "Ethernet header + IPv4 total length" (14 for
  * non-IPv4 frames): the DPDK PNA target gives the program no packet length.
@@ -17,6 +18,13 @@ typedef bit<32> port_t;
 
 const port_t CPU_PORT = 0;
 const bit<16> ETHERTYPE_IPV4 = 0x0800;
+
+/* p4c-dpdk hands PNA_MeterColor_t values (RED=0, GREEN=1, YELLOW=2) straight
+ * to DPDK's meter, whose colours are rte_color (GREEN=0, YELLOW=1, RED=2).
+ * So this program spells DPDK's values: "RED" (0) as the input colour is
+ * DPDK's GREEN (colour-blind), and a result of "YELLOW" (2) is DPDK's RED. */
+#define SWX_METER_IN_GREEN PNA_MeterColor_t.RED
+#define SWX_METER_IS_RED(c) ((c) == PNA_MeterColor_t.YELLOW)
 
 
 @controller_header("packet_in")
@@ -66,6 +74,7 @@ struct metadata_t {
     bit<8> punt;
     bit<8> forwarded;
     bit<8> punt_reason;
+    bit<8> host_dropped;
 }
 
 parser MainParserImpl(packet_in pkt, out headers_t hdr, inout metadata_t meta,
@@ -108,6 +117,8 @@ control MainControlImpl(inout headers_t hdr, inout metadata_t meta,
     Counter<bit<32>, bit<32>>(64, PNA_CounterType_t.PACKETS_AND_BYTES) port_rx;
     Meter<bit<32>>(64, PNA_MeterType_t.BYTES) port_meter;
     Register<bit<32>, bit<32>>(16) scratch;
+    DirectCounter<bit<64>>(PNA_CounterType_t.PACKETS_AND_BYTES) host_traffic;
+    DirectMeter(PNA_MeterType_t.BYTES) host_policer;
 
     action drop() {
         drop_packet();
@@ -122,6 +133,16 @@ control MainControlImpl(inout headers_t hdr, inout metadata_t meta,
     }
     action set_meter(bit<32> index) {
         meta.meter_index = index;
+    }
+
+    /* Counted by host_policy's direct counter, then policed by its direct
+     * meter: both are indexed by the entry that matched. */
+    action police_host() {
+        host_traffic.count(meta.byte_len);
+        PNA_MeterColor_t color = host_policer.dpdk_execute(SWX_METER_IN_GREEN, meta.byte_len);
+        if (SWX_METER_IS_RED(color)) {
+            meta.host_dropped = 1;
+        }
     }
 
     /* Data port -> data port ("wire"), the simplest forwarding. A miss
@@ -164,6 +185,16 @@ control MainControlImpl(inout headers_t hdr, inout metadata_t meta,
         size = 256;
     }
 
+    /* Source MAC -> per-host accounting and policing. */
+    table host_policy {
+        key = { hdr.ethernet.src_addr : exact @name("src_addr"); }
+        actions = { police_host; @defaultonly NoAction; }
+        const default_action = NoAction();
+        size = 1024;
+        pna_direct_counter = host_traffic;
+        pna_direct_meter = host_policer;
+    }
+
     /* packet_out.egress_port -> port: p4c-dpdk's send_to_port() takes a
      * constant or an action parameter, not a header field. */
     table packet_out_port {
@@ -178,6 +209,7 @@ control MainControlImpl(inout headers_t hdr, inout metadata_t meta,
         meta.punt = 0;
         meta.forwarded = 0;
         meta.meter_index = 0;
+        meta.host_dropped = 0;
         if (hdr.packet_out.isValid()) {
             packet_out_port.apply();
             hdr.packet_out.setInvalid();
@@ -196,11 +228,15 @@ control MainControlImpl(inout headers_t hdr, inout metadata_t meta,
             punt_acl.apply();
             port_meter_map.apply();
             if (meta.meter_index != 0) {
-                PNA_MeterColor_t color = port_meter.dpdk_execute(meta.meter_index, PNA_MeterColor_t.GREEN,
+                PNA_MeterColor_t color = port_meter.dpdk_execute(meta.meter_index, SWX_METER_IN_GREEN,
                                                                  meta.byte_len);
-                if (color == PNA_MeterColor_t.RED) {
+                if (SWX_METER_IS_RED(color)) {
                     drop_packet();
                 }
+            }
+            host_policy.apply();
+            if (meta.host_dropped == 1) {
+                drop_packet();
             }
             if (meta.punt == 1) {
                 hdr.packet_in.setValid();

@@ -31,6 +31,15 @@ try:
     for x in c.read():
         m = x.msg()
         print("COUNTER", m.index.index, m.data.packet_count, m.data.byte_count)
+    hp = sh.TableEntry("MainControlImpl.host_policy")(action="MainControlImpl.police_host")
+    hp.match["src_addr"] = "02:00:00:00:00:43"
+    hp.insert()
+    dc = sh.DirectCounterEntry("MainControlImpl.host_traffic")
+    dc.table_entry.match["src_addr"] = "02:00:00:00:00:43"
+    for x in dc.read():
+        m = x.msg()
+        print("DIRECT", m.table_entry.match[0].exact.value.hex(), m.data.packet_count, m.data.byte_count)
+    hp.delete()
     te.delete()
     print("LEFT", len(list(sh.TableEntry("MainControlImpl.l2_fwd").read())))
 except Exception:

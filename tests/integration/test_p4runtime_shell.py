@@ -1,5 +1,6 @@
 """p4runtime-shell, unmodified from PyPI, connects to the switch, lists
-tables, inserts and reads back an entry, and reads a counter."""
+tables, inserts and reads back an entry, reads a counter and the direct
+counter of an entry."""
 import subprocess
 
 import pytest
@@ -30,6 +31,7 @@ def test_p4runtime_shell_session(tmp_path):
         assert "MainControlImpl.l2_fwd" in tables and "MainControlImpl.ipv4_route" in tables
         assert "ENTRY 020000000042 02" in lines
         assert any(line.startswith("COUNTER 1 ") for line in lines)
+        assert "DIRECT 020000000043 0 0" in lines
         assert "LEFT 0" in lines
     finally:
         if sw is not None:

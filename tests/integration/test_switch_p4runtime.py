@@ -289,3 +289,104 @@ def test_packet_channel_only_for_the_primary_and_carries_packets_both_ways(lab, 
         assert client.packet_ins.get(timeout=5).payload == frame
     finally:
         client.delete(acl)
+
+
+def _send_and_count_at_h2(lab, frame: bytes, n: int) -> int:
+    """Sends n copies of frame from h1 and counts the copies h2 receives."""
+    rx = netlab.raw_socket(lab["t2"], lab["h2"], timeout=0.5)
+    tx = netlab.raw_socket(lab["t1"], lab["h1"])
+    for _ in range(n):
+        tx.send(frame)
+        time.sleep(0.02)
+    tx.close()
+    got = 0
+    deadline = time.time() + 3
+    while time.time() < deadline:
+        try:
+            data = rx.recv(4096)
+        except TimeoutError:
+            break
+        got += data[:len(frame)] == frame
+    rx.close()
+    return got
+
+
+def _direct_counter(client, entry: p4r.TableEntry) -> p4r.CounterData:
+    return client.read(p4r.Entity(direct_counter_entry=p4r.DirectCounterEntry(table_entry=entry)))[0] \
+        .direct_counter_entry.data
+
+
+def test_direct_counter_and_meter_belong_to_their_entry(lab, client):
+    """host_policy counts (direct counter) and polices (direct meter) by
+    source MAC: the counter and meter are named by the table entry."""
+    frame = bytes(Ether(src=H1_MAC, dst=H2_MAC) / IP(src="10.9.0.1", dst="10.9.0.2") / UDP() / (b"d" * 50))
+    size = 14 + 20 + 8 + 50          # the program counts Ethernet header + IPv4 total length
+    host = client.table_entry("host_policy", {"src_addr": int(H1_MAC.replace(":", ""), 16)}, "police_host", {})
+    other = client.table_entry("host_policy", {"src_addr": 0x02AA00000001}, "police_host", {})
+    client.insert(*wire(client), other, host)
+    try:
+        assert _direct_counter(client, host) == p4r.CounterData()
+        assert _send_and_count_at_h2(lab, frame, 7) == 7
+        want = p4r.CounterData(packet_count=7, byte_count=7 * size)
+        deadline = time.time() + 5
+        while _direct_counter(client, host) != want and time.time() < deadline:
+            time.sleep(0.1)
+        assert _direct_counter(client, host) == want
+        assert _direct_counter(client, other) == p4r.CounterData(), "another entry's counter moved"
+        # the same data with the entry, when a table read asks for it
+        q = client.table_entry("host_policy", {"src_addr": int(H1_MAC.replace(":", ""), 16)})
+        q.counter_data.SetInParent()
+        assert client.read(p4r.Entity(table_entry=q))[0].table_entry.counter_data == want
+        # a wildcard read gives every entry of the table
+        assert len(client.read(p4r.Entity(direct_counter_entry=p4r.DirectCounterEntry(
+            table_entry=p4r.TableEntry(table_id=host.table_id))))) == 2
+        # written by the controller
+        dce = p4r.DirectCounterEntry(table_entry=host, data=p4r.CounterData(packet_count=1, byte_count=2))
+        client.write([(p4r.Update.MODIFY, p4r.Entity(direct_counter_entry=dce))])
+        assert _direct_counter(client, host) == p4r.CounterData(packet_count=1, byte_count=2)
+
+        # a meter with room for one frame (burst 100 bytes, 1 byte/s)
+        dme = p4r.DirectMeterEntry(table_entry=host)
+        dme.config.cir, dme.config.cburst, dme.config.pir, dme.config.pburst = 1, 100, 1, 100
+        client.write([(p4r.Update.MODIFY, p4r.Entity(direct_meter_entry=dme))])
+        got = client.read(p4r.Entity(direct_meter_entry=p4r.DirectMeterEntry(table_entry=host)))[0]
+        assert got.direct_meter_entry.config == dme.config
+        assert _send_and_count_at_h2(lab, frame, 5) == 1
+        # a config-less write resets the meter: everything passes again
+        client.write([(p4r.Update.MODIFY, p4r.Entity(direct_meter_entry=p4r.DirectMeterEntry(table_entry=host)))])
+        assert not client.read(p4r.Entity(direct_meter_entry=p4r.DirectMeterEntry(table_entry=host)))[0] \
+            .direct_meter_entry.HasField("config")
+        assert _send_and_count_at_h2(lab, frame, 3) == 3
+
+        # a deleted entry's slot starts from zero for the next entry, and an
+        # insert may carry its meter config
+        client.delete(host)
+        host.meter_config.CopyFrom(dme.config)
+        client.insert(host)
+        assert _direct_counter(client, host) == p4r.CounterData()
+        assert _send_and_count_at_h2(lab, frame, 4) == 1
+    finally:
+        client.delete(*wire(client), other, host)
+
+
+def test_direct_resource_errors(lab, client):
+    l2 = client.table_entry("l2_fwd", {"dst_addr": 0x66}, "forward", {"port": 1})
+    missing = client.table_entry("host_policy", {"src_addr": 0x02AA000000FF}, "police_host", {})
+    with pytest.raises(grpc.RpcError) as e:      # a table without a direct counter
+        client.read(p4r.Entity(direct_counter_entry=p4r.DirectCounterEntry(table_entry=l2)))
+    assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    dce = p4r.DirectCounterEntry(table_entry=missing, data=p4r.CounterData(packet_count=1))
+    with pytest.raises(WriteError) as e:         # no such entry
+        client.write([(p4r.Update.MODIFY, p4r.Entity(direct_counter_entry=dce))])
+    assert [x.code for x in e.value.errors] == [grpc.StatusCode.NOT_FOUND]
+    l2.counter_data.packet_count = 3
+    with pytest.raises(WriteError) as e:         # counter_data for a table without one
+        client.insert(l2)
+    assert [x.code for x in e.value.errors] == [grpc.StatusCode.INVALID_ARGUMENT]
+    assert client.read_table("l2_fwd") == []
+    bad = client.table_entry("host_policy", {"src_addr": 0x02AA000000FE}, "police_host", {})
+    bad.meter_config.cir, bad.meter_config.pir = 10, 5
+    with pytest.raises(WriteError) as e:         # cir above pir
+        client.insert(bad)
+    assert [x.code for x in e.value.errors] == [grpc.StatusCode.INVALID_ARGUMENT]
+    assert client.read_table("host_policy") == []

@@ -278,3 +278,80 @@ def test_p4info_that_does_not_match_the_spec_is_refused():
     bad = text_format.Parse(P4INFO.replace("l2_fwd", "l3_fwd"), p4info_pb2.P4Info())
     with pytest.raises(MappingError, match="l3_fwd"):
         PipelineMap(bad, spec)
+
+
+DIRECT_P4INFO = P4INFO + """
+direct_counters { preamble { id: 50 name: "MainControlImpl.l2_count" } spec { unit: BOTH } direct_table_id: 1 }
+direct_meters { preamble { id: 60 name: "MainControlImpl.l2_meter" } spec { unit: BYTES } direct_table_id: 1 }
+"""
+DIRECT_SPEC = SPEC + """
+regarray l2_count_0_packets size 0x5 initval 0x0
+regarray l2_count_0_bytes size 0x5 initval 0x0
+metarray l2_meter_0 size 0x5
+"""
+
+
+@pytest.fixture
+def direct_env():
+    from google.protobuf import text_format
+    spec = swx_spec.parse(DIRECT_SPEC)
+    pmap = PipelineMap(text_format.Parse(DIRECT_P4INFO, p4info_pb2.P4Info()), spec)
+    pmap.bind(FakePipeline(spec))
+    return TableStore(pmap), pmap
+
+
+def test_direct_resources_map_to_arrays_of_table_size_plus_one(direct_env):
+    _, pmap = direct_env
+    t = pmap.tables[1]
+    assert (t.direct_counter.packets_array, t.direct_counter.bytes_array, t.direct_counter.size) == \
+        ("l2_count_0_packets", "l2_count_0_bytes", 5)
+    assert (t.direct_meter.swx_name, t.direct_meter.size) == ("l2_meter_0", 5)
+    assert pmap.direct_counters[50] is t and pmap.direct_meters[60] is t
+    assert pmap.tables[4].direct_counter is None
+
+
+def test_direct_resource_on_a_wildcard_table_is_refused():
+    from google.protobuf import text_format
+    bad = DIRECT_P4INFO.replace("direct_table_id: 1 }\ndirect_meters", "direct_table_id: 2 }\ndirect_meters")
+    with pytest.raises(MappingError, match="not exact-match"):
+        PipelineMap(text_format.Parse(bad, p4info_pb2.P4Info()), swx_spec.parse(DIRECT_SPEC))
+
+
+def test_counter_data_and_meter_config_in_table_writes(direct_env):
+    store, _ = direct_env
+    e = te(1, [(1, "exact", MAC)], 10, [(1, b"\x05")])
+    e.counter_data.packet_count = 9
+    e.meter_config.cir, e.meter_config.pir = 100, 200
+    ops, undo = [], []
+    ts, stored = store.apply(upd(p4r.Update.INSERT, e), ops, undo)
+    assert ts.map.name.endswith("l2_fwd") and stored.meter_config.pir == 200
+    # Read returns the entry without what the write carried for its resources
+    (got,) = store.read(te(1, [(1, "exact", MAC)]))
+    assert not got.HasField("counter_data") and not got.HasField("meter_config")
+    # a modify without a meter config keeps the entry's
+    _, stored = store.apply(upd(p4r.Update.MODIFY, te(1, [(1, "exact", MAC)], 10, [(1, b"\x06")])), ops, undo)
+    assert stored.meter_config.pir == 200
+    assert store.find(te(1, [(1, "exact", MAC)]))[1] is stored
+    with pytest.raises(P4RuntimeError) as err:
+        store.find(te(1, [(1, "exact", b"\x02\x00\x00\x00\x00\x09")]))
+    assert err.value.code == grpc.StatusCode.NOT_FOUND
+
+
+@pytest.mark.parametrize("table, field, words", [
+    (4, "counter_data", "no direct counter"),
+    (4, "meter_config", "no direct meter"),
+    (1, "bad_meter", "cir <= pir"),
+])
+def test_direct_fields_are_checked(direct_env, table, field, words):
+    store, _ = direct_env
+    e = te(table, [(1, "exact", MAC if table == 1 else b"\x01")], 10, [(1, b"\x05")])
+    if field == "counter_data":
+        e.counter_data.packet_count = 1
+    elif field == "meter_config":
+        e.meter_config.cir = 1
+    else:
+        e.meter_config.cir, e.meter_config.pir = 10, 5
+    with pytest.raises(P4RuntimeError) as err:
+        store.apply(upd(p4r.Update.INSERT, e), [], [])
+    assert err.value.code == grpc.StatusCode.INVALID_ARGUMENT and words in err.value.message
+    assert list(store.read(te(table))) == []

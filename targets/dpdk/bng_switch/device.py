@@ -192,21 +192,26 @@ class Device:
                                         PNA_HOST_TO_NET if port.direction == "host" else PNA_NET_TO_HOST)
 
     def _exported_entries(self) -> list:
-        """Entries by name, to reinstall on a new program (RECONCILE_AND_COMMIT)."""
+        """Entries by name with their direct meter configs, to reinstall on a
+        new program (RECONCILE_AND_COMMIT)."""
         if self.store is None or self.current is None:
             return []
         out = []
         for ts in self.store.tables.values():
             for e in ts.entries.values():
-                out.append((ts.map.name, e.proto))
+                out.append((ts.map.name, e.proto, e.meter_config))
         return out
 
     def _reinstall(self, entries: list) -> None:
+        """The new program's arrays start from zero: its counters count
+        afresh, its direct meters get the configs the entries had."""
         from p4.v1 import p4runtime_pb2 as p4r
+
+        from .direct_resources import DirectResources
         by_name = {t.name: t for t in self.current.pmap.tables.values()}
         kept = dropped = 0
-        ops, undo = [], []
-        for name, proto in entries:
+        ops, undo, metered = [], [], []
+        for name, proto, meter_config in entries:
             t = by_name.get(name)
             if t is None:
                 dropped += 1
@@ -214,16 +219,24 @@ class Device:
             u = p4r.Update(type=p4r.Update.INSERT)
             u.entity.table_entry.CopyFrom(proto)
             u.entity.table_entry.table_id = t.id
+            if meter_config is not None and t.direct_meter is not None:
+                u.entity.table_entry.meter_config.CopyFrom(meter_config)
             try:
-                self.store.apply(u, ops, undo)
+                written = self.store.apply(u, ops, undo)
                 kept += 1
             except Exception as e:  # the new program no longer accepts it
                 log.info("reconcile: entry of %s dropped: %s", name, e)
                 dropped += 1
+                continue
+            if written is not None and written[1] is not None and written[1].meter_config is not None:
+                metered.append(written)
         keep: list = []
         ops += self.store.rebuild_ops(keep)
         self.pipeline.table_commit(ops)
-        log.info("reconcile: %d entries kept, %d dropped", kept, dropped)
+        direct = DirectResources(self.pipeline)
+        for ts, stored in metered:
+            direct.write_meter(ts.map, stored, stored.meter_config)
+        log.info("reconcile: %d entries kept (%d with a direct meter), %d dropped", kept, len(metered), dropped)
 
     # ---- data plane access ----
     def require_pipeline(self) -> libbsw.Pipeline:

@@ -239,6 +239,18 @@ class Pipeline:
         n_done = ctypes.c_uint32()
         self._call("bsw_table_commit", self.handle, arr, len(ops), ctypes.byref(n_done))
 
+    def table_entry_index(self, table_id: int, key: bytes) -> int | None:
+        """The direct counter/meter index of an exact-match entry (see
+        bsw_table_entry_index); None when the key is not in the table."""
+        v = ctypes.c_uint64()
+        status = self.library.lib.bsw_table_entry_index(self.handle, table_id, key, ctypes.byref(v))
+        if status == -errno.ENOENT:
+            return None
+        if status < 0:
+            raise BswError("bsw_table_entry_index", status,
+                           self.library.lib.bsw_last_error().decode(errors="replace"))
+        return v.value
+
     # ---- externs ----
     def regarray_read(self, name: str, index: int) -> int:
         v = ctypes.c_uint64()

@@ -25,11 +25,12 @@ from p4.v1 import p4runtime_pb2 as p4r, p4runtime_pb2_grpc
 from . import libbsw
 from .arbitration import Arbitration, ArbitrationError, Client
 from .device import Device, DeviceConfigError, prepare
+from .direct_resources import DirectResources
 from .gc_policy import GcPolicy
 from .packet_socket import PacketSocket
 from .pipeline_map import MappingError
 from .swx_spec import SpecError
-from .table_store import P4RuntimeError, canonical, decode_value
+from .table_store import P4RuntimeError, canonical, check_meter_config, decode_value
 
 log = logging.getLogger("bng_switch.p4runtime")
 
@@ -196,20 +197,35 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             ops: list = []
             undo: list = []
             table_updates: list[tuple[PendingWrite, int]] = []
+            # direct counters/meters are set once the entries they belong to
+            # are in the data plane: (write, update index, what to do)
+            direct_after: list[tuple[PendingWrite, int, object]] = []
+            direct = DirectResources(dev.pipeline)
             for pw in batch:
                 pw.errors = [(grpc.StatusCode.OK, "")] * len(pw.request.updates)
                 for i, u in enumerate(pw.request.updates):
                     kind = u.entity.WhichOneof("entity")
                     try:
                         if kind == "table_entry":
-                            store.apply(u, ops, undo)
+                            written = store.apply(u, ops, undo)
                             table_updates.append((pw, i))
+                            if written is not None and (written[0].map.direct_counter or written[0].map.direct_meter):
+                                ts, stored = written
+                                direct_after.append(
+                                    (pw, i, lambda u=u, ts=ts, st=stored: direct.after_write(ts, u, st)))
                         elif kind == "counter_entry":
                             self._write_counter(u)
                         elif kind == "meter_entry":
                             self._write_meter(u)
                         elif kind == "register_entry":
                             self._write_register(u)
+                        elif kind in ("direct_counter_entry", "direct_meter_entry"):
+                            if u.type != p4r.Update.MODIFY:
+                                raise P4RuntimeError(grpc.StatusCode.INVALID_ARGUMENT,
+                                                     f"{kind} can only be modified")
+                            write = self._write_direct_counter if kind == "direct_counter_entry" \
+                                else self._write_direct_meter
+                            direct_after.append((pw, i, lambda u=u, write=write: write(u, direct)))
                         else:
                             raise P4RuntimeError(grpc.StatusCode.UNIMPLEMENTED, f"{kind} writes are not supported")
                     except P4RuntimeError as e:
@@ -218,8 +234,10 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                         pw.errors[i] = (grpc.StatusCode.INTERNAL, str(e))
             keep: list = []
             ops += store.rebuild_ops(keep)
+            committed = False
             try:
                 dev.pipeline.table_commit(ops)
+                committed = True
             except libbsw.BswError as e:
                 # Nothing of the batch reached the data plane: undo the store
                 # and fail every table update of the batch.
@@ -230,6 +248,17 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                 for pw, i in table_updates:
                     if pw.errors[i][0] == grpc.StatusCode.OK:
                         pw.errors[i] = (code, f"pipeline commit failed: {e}")
+            for pw, i, fn in direct_after:
+                if pw.errors[i][0] != grpc.StatusCode.OK:
+                    continue
+                if not committed and pw.request.updates[i].entity.WhichOneof("entity") == "table_entry":
+                    continue
+                try:
+                    fn()
+                except P4RuntimeError as e:
+                    pw.errors[i] = (e.code, e.message)
+                except libbsw.BswError as e:
+                    pw.errors[i] = (grpc.StatusCode.INTERNAL, str(e))
             self.stats["writes"] += len(batch)
             self.stats["updates"] += sum(len(pw.request.updates) for pw in batch)
             self.stats["commits"] += 1
@@ -274,14 +303,42 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         p = self.device.pipeline
         if me.HasField("config"):
             cfg = me.config
-            if cfg.cir > cfg.pir or cfg.cir < 0 or cfg.cburst < 0 or cfg.pburst < 0:
-                raise P4RuntimeError(grpc.StatusCode.INVALID_ARGUMENT,
-                                     f"meter {m.name}[{idx}]: need 0 <= cir <= pir and non-negative bursts")
+            check_meter_config(cfg, f"meter {m.name}[{idx}]")
             p.meter_set(m.swx_name, idx, cfg.cir, cfg.pir, cfg.cburst, cfg.pburst)
             self.device.meter_configs[(m.id, idx)] = p4r.MeterConfig.FromString(cfg.SerializeToString())
         else:
             p.meter_reset(m.swx_name, idx)
             self.device.meter_configs.pop((m.id, idx), None)
+
+    def _direct_table(self, table_id: int, kind: str):
+        """The table a direct counter/meter request names, which must have one."""
+        ts = self.device.store.tables.get(table_id)
+        if ts is None:
+            raise P4RuntimeError(grpc.StatusCode.NOT_FOUND, f"table id {table_id} is not in the P4Info")
+        if getattr(ts.map, kind) is None:
+            raise P4RuntimeError(grpc.StatusCode.INVALID_ARGUMENT,
+                                 f"table {ts.map.name} has no {kind.replace('_', ' ')}")
+        return ts
+
+    def _write_direct_counter(self, u: p4r.Update, direct: DirectResources) -> None:
+        dce = u.entity.direct_counter_entry
+        self._direct_table(dce.table_entry.table_id, "direct_counter")
+        ts, stored = self.device.store.find(dce.table_entry)
+        direct.write_counter(ts.map, stored, dce.data)
+
+    def _write_direct_meter(self, u: p4r.Update, direct: DirectResources) -> None:
+        """A config sets the entry's meter; none resets it (never red)."""
+        dme = u.entity.direct_meter_entry
+        self._direct_table(dme.table_entry.table_id, "direct_meter")
+        ts, stored = self.device.store.find(dme.table_entry)
+        cfg = dme.config if dme.HasField("config") else None
+        if cfg is not None:
+            check_meter_config(cfg, f"table {ts.map.name} direct meter")
+        direct.write_meter(ts.map, stored, cfg)
+        if stored is None:
+            ts.default_meter_config = cfg
+        else:
+            stored.meter_config = cfg
 
     def _write_register(self, u: p4r.Update) -> None:
         re_ = u.entity.register_entry
@@ -322,10 +379,32 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         kind = ent.WhichOneof("entity")
         dev = self.device
         if kind == "table_entry":
+            q = ent.table_entry
+            if not (q.HasField("counter_data") or q.HasField("meter_config")):
+                with dev.lock:
+                    entries = list(dev.store.read(q))
+                for te in entries:
+                    yield p4r.Entity(table_entry=te)
+                return
+            # The request asks for the entries' direct counter data and/or
+            # meter config along with them (spec 9.1.2).
             with dev.lock:
-                entries = list(dev.store.read(ent.table_entry))
-            for te in entries:
+                direct = DirectResources(dev.pipeline)
+                out = []
+                for ts, stored, proto in dev.store.read_stored(q):
+                    te = p4r.TableEntry()
+                    te.CopyFrom(proto)
+                    if q.HasField("counter_data") and ts.map.direct_counter is not None:
+                        te.counter_data.CopyFrom(direct.read_counter(ts.map, stored))
+                    if q.HasField("meter_config") and ts.map.direct_meter is not None:
+                        cfg = ts.default_meter_config if stored is None else stored.meter_config
+                        if cfg is not None:
+                            te.meter_config.CopyFrom(cfg)
+                    out.append(te)
+            for te in out:
                 yield p4r.Entity(table_entry=te)
+        elif kind in ("direct_counter_entry", "direct_meter_entry"):
+            yield from self._read_direct(kind, getattr(ent, kind))
         elif kind == "counter_entry":
             ce = ent.counter_entry
             counters = [self._counter(ce.counter_id)] if ce.counter_id else dev.current.pmap.counters.values()
@@ -371,6 +450,31 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                     yield p4r.Entity(register_entry=out)
         else:
             raise P4RuntimeError(grpc.StatusCode.UNIMPLEMENTED, f"reading {kind} is not supported")
+
+    def _read_direct(self, kind: str, entry):
+        """Direct counter/meter entries of the table entries the request's
+        table_entry selects; with no table id, of every table that has one."""
+        dev = self.device
+        attr = "direct_counter" if kind == "direct_counter_entry" else "direct_meter"
+        q = entry.table_entry
+        with dev.lock:
+            if q.table_id:
+                self._direct_table(q.table_id, attr)
+            tables = [ts for ts in dev.store.tables.values() if getattr(ts.map, attr) is not None]
+            direct = DirectResources(dev.pipeline)
+            out = []
+            for ts, stored, proto in dev.store.read_stored(q, tables):
+                if attr == "direct_counter":
+                    o = p4r.DirectCounterEntry(table_entry=proto)
+                    o.data.CopyFrom(direct.read_counter(ts.map, stored))
+                    out.append(p4r.Entity(direct_counter_entry=o))
+                else:
+                    o = p4r.DirectMeterEntry(table_entry=proto)
+                    cfg = ts.default_meter_config if stored is None else stored.meter_config
+                    if cfg is not None:
+                        o.config.CopyFrom(cfg)
+                    out.append(p4r.Entity(direct_meter_entry=o))
+        yield from out
 
     # ---- stream channel ----
     def StreamChannel(self, request_iterator, context):

@@ -82,6 +82,10 @@ class TableMap:
     is_exact: bool = True
     key_size: int = 0
     data_size: int = 0
+    # p4c-dpdk's direct resources: arrays of size + 1, indexed by the entry
+    # (0 is the miss / default action), see TableStore.entry_index
+    direct_counter: CounterMap | None = None
+    direct_meter: MeterMap | None = None
 
 
 @dataclass
@@ -214,22 +218,22 @@ class PipelineMap:
 
         self.counters: dict[int, CounterMap] = {}
         for c in p4info.counters:
-            pk = _resolve(c.preamble.name, [r[:-8] for r in spec.regarrays if r.endswith("_packets")], ctx)
-            by = _resolve(c.preamble.name, [r[:-6] for r in spec.regarrays if r.endswith("_bytes")], ctx)
-            plain = _resolve(c.preamble.name, spec.regarrays, ctx)
-            unit = c.spec.unit
-            packets = f"{pk}_packets" if pk else (plain if unit == p4info_pb2.CounterSpec.PACKETS else None)
-            bytes_ = f"{by}_bytes" if by else (plain if unit == p4info_pb2.CounterSpec.BYTES else None)
-            if packets is None and bytes_ is None:
-                raise MappingError(f"counter {c.preamble.name} has no register array in the pipeline spec")
-            self.counters[c.preamble.id] = CounterMap(c.preamble.id, c.preamble.name, c.size, unit, packets, bytes_)
+            self.counters[c.preamble.id] = self._counter(c.preamble, c.spec.unit, c.size, ctx)
 
         self.meters: dict[int, MeterMap] = {}
         for m in p4info.meters:
-            swx = _resolve(m.preamble.name, spec.metarrays, ctx)
-            if swx is None:
-                raise MappingError(f"meter {m.preamble.name} has no meter array in the pipeline spec")
-            self.meters[m.preamble.id] = MeterMap(m.preamble.id, m.preamble.name, m.size, m.spec.unit, swx)
+            self.meters[m.preamble.id] = self._meter(m.preamble, m.spec.unit, m.size, ctx)
+
+        self.direct_counters: dict[int, TableMap] = {}
+        for c in p4info.direct_counters:
+            t = self._direct_table(c.preamble.name, c.direct_table_id)
+            t.direct_counter = self._counter(c.preamble, c.spec.unit, t.size + 1, ctx)
+            self.direct_counters[c.preamble.id] = t
+        self.direct_meters: dict[int, TableMap] = {}
+        for m in p4info.direct_meters:
+            t = self._direct_table(m.preamble.name, m.direct_table_id)
+            t.direct_meter = self._meter(m.preamble, m.spec.unit, t.size + 1, ctx)
+            self.direct_meters[m.preamble.id] = t
 
         self.registers: dict[int, RegisterMap] = {}
         for r in p4info.registers:
@@ -242,6 +246,34 @@ class PipelineMap:
         self.controller_headers: dict[str, ControllerHeader] = {
             h.preamble.name: ControllerHeader(h.preamble.name, [(m.id, m.name, m.bitwidth) for m in h.metadata])
             for h in p4info.controller_packet_metadata}
+
+    def _counter(self, preamble, unit: int, size: int, ctx: dict[str, str]) -> CounterMap:
+        """p4c-dpdk makes a PACKETS_AND_BYTES counter two register arrays,
+        <name>_packets and <name>_bytes, and a one-unit counter one."""
+        regs = self.spec.regarrays
+        pk = _resolve(preamble.name, [r[:-8] for r in regs if r.endswith("_packets")], ctx)
+        by = _resolve(preamble.name, [r[:-6] for r in regs if r.endswith("_bytes")], ctx)
+        plain = _resolve(preamble.name, regs, ctx)
+        packets = f"{pk}_packets" if pk else (plain if unit == p4info_pb2.CounterSpec.PACKETS else None)
+        bytes_ = f"{by}_bytes" if by else (plain if unit == p4info_pb2.CounterSpec.BYTES else None)
+        if packets is None and bytes_ is None:
+            raise MappingError(f"counter {preamble.name} has no register array in the pipeline spec")
+        return CounterMap(preamble.id, preamble.name, size, unit, packets, bytes_)
+
+    def _meter(self, preamble, unit: int, size: int, ctx: dict[str, str]) -> MeterMap:
+        swx = _resolve(preamble.name, self.spec.metarrays, ctx)
+        if swx is None:
+            raise MappingError(f"meter {preamble.name} has no meter array in the pipeline spec")
+        return MeterMap(preamble.id, preamble.name, size, unit, swx)
+
+    def _direct_table(self, name: str, table_id: int) -> TableMap:
+        t = self.tables.get(table_id)
+        if t is None:
+            raise MappingError(f"direct resource {name}: its table id {table_id} is not in the P4Info")
+        if any(f.match_type != MT.EXACT for f in t.fields.values()):
+            raise MappingError(f"direct resource {name}: table {t.name} is not exact-match (p4c-dpdk "
+                               "and SWX index direct resources by exact-match entries only)")
+        return t
 
     def _table_action(self, table: str, st: swx_spec.SpecTable, a, ctx_table_actions) -> ActionMap:
         """The SWX action that implements P4 action `a` in this table."""

@@ -46,15 +46,35 @@ def decode_value(data: bytes, bitwidth: int, what: str) -> int:
     return value
 
 
+def check_meter_config(cfg: p4r.MeterConfig, what: str) -> None:
+    """A two-rate three-colour meter (RFC 2698) needs cir <= pir and bursts >= 0."""
+    if cfg.cir < 0 or cfg.pir < 0 or cfg.cir > cfg.pir or cfg.cburst < 0 or cfg.pburst < 0:
+        raise _invalid(f"{what}: need 0 <= cir <= pir and non-negative bursts")
+
+
 def canonical(value: int, bitwidth: int) -> bytes:
     """P4Runtime canonical bytestring: no leading zero bytes, at least one byte."""
     return value.to_bytes(max(1, (value.bit_length() + 7) // 8), "big")
+
+
+def _without_direct(te: p4r.TableEntry) -> p4r.TableEntry:
+    """The entry as Read returns it: a write's counter data and meter config
+    are not part of it (the data plane's counter is the truth; the meter
+    config is kept beside it)."""
+    if not (te.HasField("counter_data") or te.HasField("meter_config")):
+        return te
+    out = p4r.TableEntry()
+    out.CopyFrom(te)
+    out.ClearField("counter_data")
+    out.ClearField("meter_config")
+    return out
 
 
 @dataclass
 class StoredEntry:
     proto: p4r.TableEntry
     swx: libbsw.EntryBytes
+    meter_config: p4r.MeterConfig | None = None   # its direct meter's, as written
 
 
 class TableState:
@@ -62,6 +82,7 @@ class TableState:
         self.map = tmap
         self.entries: dict[tuple, StoredEntry] = {}
         self.default_proto: p4r.TableEntry | None = None  # None: the program's initial default
+        self.default_meter_config: p4r.MeterConfig | None = None
         self.rebuild_pending = False
 
 
@@ -206,18 +227,30 @@ class TableStore:
         return am.swx_id, am.encode(values, t.data_size)
 
     # ---- updates ----
-    def apply(self, update: p4r.Update, ops: list, undo: list) -> None:
+    @staticmethod
+    def _check_direct(t: TableMap, te: p4r.TableEntry) -> None:
+        if te.HasField("counter_data") and t.direct_counter is None:
+            raise _invalid(f"table {t.name}: counter_data given, but the table has no direct counter")
+        if te.HasField("meter_config"):
+            if t.direct_meter is None:
+                raise _invalid(f"table {t.name}: meter_config given, but the table has no direct meter")
+            check_meter_config(te.meter_config, f"table {t.name} meter_config")
+
+    def apply(self, update: p4r.Update, ops: list, undo: list) -> tuple[TableState, StoredEntry | None] | None:
         """Check one table update against the store, record it and its op.
 
         `undo` gets closures that restore the store if the batch's commit
-        fails in the pipeline."""
+        fails in the pipeline. Returns the table and the entry written (None
+        for the default entry) for an insert or modify, whose direct
+        resources are set once the batch is committed; None for a delete."""
         te = update.entity.table_entry
         ts = self._table(te.table_id)
         t = ts.map
+        if update.type != Update.DELETE:
+            self._check_direct(t, te)
         if te.is_default_action:
-            return self._apply_default(ts, update, ops, undo)
-        if te.HasField("counter_data") or te.HasField("meter_config"):
-            raise P4RuntimeError(grpc.StatusCode.UNIMPLEMENTED, "direct counters/meters are not supported")
+            self._apply_default(ts, update, ops, undo)
+            return ts, None
         canon, key, mask, prio = self._match(t, te)
         old = ts.entries.get(canon)
         if update.type == Update.INSERT:
@@ -239,13 +272,17 @@ class TableStore:
                                      undo=old.swx.to_c()))
             else:
                 ts.rebuild_pending = True
-            return
+            return None
 
         action_id, data = self._action(t, te, for_default=False)
         swx = libbsw.EntryBytes(key, action_id, data, mask, prio)
         # The request's own message: upb keeps the request alive through it,
         # and nothing mutates a request after it is parsed.
-        stored = StoredEntry(te, swx)
+        stored = StoredEntry(_without_direct(te), swx)
+        if te.HasField("meter_config"):
+            stored.meter_config = te.meter_config
+        elif old is not None:
+            stored.meter_config = old.meter_config
         ts.entries[canon] = stored
         if old is None:
             undo.append(lambda: ts.entries.pop(canon, None))
@@ -256,6 +293,7 @@ class TableStore:
                                  undo=old.swx.to_c() if old else libbsw.Entry()))
         else:
             ts.rebuild_pending = True
+        return ts, stored
 
     def _apply_default(self, ts: TableState, update: p4r.Update, ops: list, undo: list) -> None:
         t = ts.map
@@ -267,9 +305,13 @@ class TableStore:
         if t.const_default_action_id:
             raise P4RuntimeError(grpc.StatusCode.PERMISSION_DENIED, f"table {t.name}: default action is const")
         old = ts.default_proto
+        old_meter = ts.default_meter_config
+        if te.HasField("meter_config"):
+            ts.default_meter_config = te.meter_config
+        undo.append(lambda: setattr(ts, "default_meter_config", old_meter))
         if te.HasField("action"):
             action_id, data = self._action(t, te, for_default=True)
-            ts.default_proto = te
+            ts.default_proto = _without_direct(te)
         else:  # reset to the program's default
             if t.initial_default is None:
                 raise _invalid(f"table {t.name}: no initial default action known")
@@ -302,21 +344,44 @@ class TableStore:
     # ---- reads ----
     def read(self, te: p4r.TableEntry):
         """Entries matching a Read request's TableEntry (wildcards per spec 11.1)."""
-        states = self.tables.values() if te.table_id == 0 else [self._table(te.table_id)]
+        for _, _, proto in self.read_stored(te):
+            yield proto
+
+    def read_stored(self, te: p4r.TableEntry, tables: list[TableState] | None = None):
+        """(table, stored entry or None for the default entry, proto) of the
+        entries a Read request's TableEntry selects, among `tables` (default:
+        all) when it names no table."""
+        if te.table_id:
+            states = [self._table(te.table_id)]
+        else:
+            states = list(self.tables.values()) if tables is None else tables
         for ts in states:
             if te.is_default_action:
-                yield self.default_entry(ts)
+                yield ts, None, self.default_entry(ts)
                 continue
             if te.match:
                 canon, *_ = self._match(ts.map, te)
                 e = ts.entries.get(canon)
                 if e is not None:
-                    yield e.proto
+                    yield ts, e, e.proto
                 continue
             for e in ts.entries.values():
                 if te.priority and e.proto.priority != te.priority:
                     continue
-                yield e.proto
+                yield ts, e, e.proto
+
+    def find(self, te: p4r.TableEntry) -> tuple[TableState, StoredEntry | None]:
+        """The one entry (or default entry) a write of a direct resource names."""
+        ts = self._table(te.table_id)
+        if te.is_default_action:
+            return ts, None
+        if not te.match:
+            raise _invalid(f"table {ts.map.name}: name one entry by its match fields (or the default entry)")
+        canon, *_ = self._match(ts.map, te)
+        e = ts.entries.get(canon)
+        if e is None:
+            raise P4RuntimeError(grpc.StatusCode.NOT_FOUND, f"table {ts.map.name}: no such entry")
+        return ts, e
 
     def default_entry(self, ts: TableState) -> p4r.TableEntry:
         if ts.default_proto is not None:

@@ -162,6 +162,16 @@ struct bsw_op {
 int bsw_table_commit(struct bsw_pipeline *bp, const struct bsw_op *ops, uint32_t n_ops,
 		     uint32_t *n_done);
 
+/* The index p4c-dpdk's direct counters and meters use for the entry of an
+ * exact-match table with this key (table key_size bytes): what the SWX
+ * `entryid` instruction reads when a packet hits it, 1 + the entry's slot in
+ * the table. Every instance and both state arrays hold the same slot for an
+ * entry, because the same ops are applied to all of them in the same order.
+ * Returns -ENOENT when the key is not in the table, -EINVAL for a table that
+ * is not exact-match. Not safe against a concurrent bsw_table_commit(). */
+int bsw_table_entry_index(struct bsw_pipeline *bp, uint32_t table_id, const uint8_t *key,
+			  uint64_t *index);
+
 /* ---- counters, meters, registers (summed / applied over instances) ---- */
 int bsw_regarray_read(struct bsw_pipeline *bp, const char *name, uint32_t index,
 		      uint64_t *value);

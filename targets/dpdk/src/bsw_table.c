@@ -487,3 +487,48 @@ out:
 	free(new_objs);
 	return status;
 }
+
+int
+bsw_table_entry_index(struct bsw_pipeline *bp, uint32_t table_id, const uint8_t *key,
+		      uint64_t *index)
+{
+	struct bsw_table *t;
+	uint8_t *buf, *kp, *action_data;
+	void *mailbox;
+	uint64_t action_id, mailbox_size;
+	size_t entry_id = 0;
+	int hit = 0;
+
+	if (table_id >= bp->n_tables || !key) {
+		bsw_set_error("table %u: no such table", table_id);
+		return -EINVAL;
+	}
+	t = &bp->tables[table_id];
+	if (t->is_stub || !t->is_exact || bp->released) {
+		bsw_set_error("table %u: entry indices exist for exact-match tables only", table_id);
+		return -EINVAL;
+	}
+
+	/* The lookup reads the key at key_offset of the packet's key struct. */
+	mailbox_size = t->ops.mailbox_size_get ? t->ops.mailbox_size_get() : 0;
+	buf = calloc(1, t->params.key_offset + t->params.key_size);
+	mailbox = calloc(1, mailbox_size ? mailbox_size : 1);
+	if (!buf || !mailbox) {
+		free(buf);
+		free(mailbox);
+		return -ENOMEM;
+	}
+	memcpy(&buf[t->params.key_offset], key, t->params.key_size);
+	kp = buf;
+	while (!t->ops.lkp(bp->inst[0].active[table_id].obj, mailbox, &kp, &action_id,
+			   &action_data, &entry_id, &hit))
+		;
+	free(buf);
+	free(mailbox);
+	if (!hit) {
+		bsw_set_error("table %u: no entry with this key", table_id);
+		return -ENOENT;
+	}
+	*index = 1 + (uint64_t)entry_id;
+	return 0;
+}

@@ -1,0 +1,81 @@
+"""Direct counters and direct meters: per-entry resources of a table.
+
+p4c-dpdk compiles a DirectCounter or DirectMeter into an ordinary register or
+meter array of table size + 1 and indexes it with the SWX `entryid` of the
+entry a packet hit (0 for a miss, i.e. the default action). The P4Runtime
+server names these resources by table entry, so each request is translated
+here: the entry's index is looked up in the data plane's own table
+(libbsw table_entry_index) at the moment of the request, under the device
+lock that also serialises commits. A slot freed by a delete is reused by a
+later insert, so every insert resets the counter and the meter of its slot.
+
+A direct meter's configuration is kept on the stored entry (SWX cannot read
+a meter's profile back), which is what Read returns.
+"""
+from __future__ import annotations
+
+import grpc
+from p4.v1 import p4runtime_pb2 as p4r
+
+from . import libbsw
+from .pipeline_map import TableMap
+from .table_store import P4RuntimeError, StoredEntry, TableState
+
+
+class DirectResources:
+    """Reads and writes the direct counter and meter of one table entry."""
+
+    def __init__(self, pipeline: libbsw.Pipeline):
+        self.pipeline = pipeline
+
+    def index(self, t: TableMap, stored: StoredEntry | None) -> int:
+        """The entry's index in its direct arrays; None stands for the
+        default entry (index 0)."""
+        if stored is None:
+            return 0
+        idx = self.pipeline.table_entry_index(t.swx_id, stored.swx.key)
+        if idx is None:
+            # The store and the data plane disagree: never expected, and not
+            # the client's fault.
+            raise P4RuntimeError(grpc.StatusCode.INTERNAL, f"table {t.name}: entry missing from the data plane")
+        return idx
+
+    def read_counter(self, t: TableMap, stored: StoredEntry | None) -> p4r.CounterData:
+        c = t.direct_counter
+        idx = self.index(t, stored)
+        data = p4r.CounterData()
+        if c.packets_array:
+            data.packet_count = self.pipeline.regarray_read(c.packets_array, idx)
+        if c.bytes_array:
+            data.byte_count = self.pipeline.regarray_read(c.bytes_array, idx)
+        return data
+
+    def write_counter(self, t: TableMap, stored: StoredEntry | None, data: p4r.CounterData) -> None:
+        c = t.direct_counter
+        idx = self.index(t, stored)
+        if c.packets_array:
+            self.pipeline.regarray_write(c.packets_array, idx, data.packet_count)
+        if c.bytes_array:
+            self.pipeline.regarray_write(c.bytes_array, idx, data.byte_count)
+
+    def write_meter(self, t: TableMap, stored: StoredEntry | None, cfg: p4r.MeterConfig | None) -> None:
+        """Configure the entry's meter, or reset it to never-red (cfg None)."""
+        m = t.direct_meter
+        idx = self.index(t, stored)
+        if cfg is None:
+            self.pipeline.meter_reset(m.swx_name, idx)
+        else:
+            self.pipeline.meter_set(m.swx_name, idx, cfg.cir, cfg.pir, cfg.cburst, cfg.pburst)
+
+    def after_write(self, ts: TableState, update: p4r.Update, stored: StoredEntry | None) -> None:
+        """What a committed INSERT or MODIFY of a table entry (stored None:
+        the default entry) does to its direct resources: an insert starts
+        from the request's counter data and meter config, or from zero and an
+        unconfigured meter; a modify changes only what the request carries."""
+        t = ts.map
+        te = update.entity.table_entry
+        insert = update.type == p4r.Update.INSERT
+        if t.direct_counter is not None and (insert or te.HasField("counter_data")):
+            self.write_counter(t, stored, te.counter_data)
+        if t.direct_meter is not None and (insert or te.HasField("meter_config")):
+            self.write_meter(t, stored, ts.default_meter_config if stored is None else stored.meter_config)
