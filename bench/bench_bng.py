@@ -93,8 +93,7 @@ def frames(role: str, sessions: list[int], frame_size: int | str) -> list[bytes]
 
 def entries(role: str, n: int, entry) -> list:
     """The table entries of n sessions of one role, plus what they need."""
-    ups = [entry("egress_port", {"port": PORT}, "send", {"port": PORT}),
-           entry("nexthop", {"nexthop_id": NEXTHOP}, "set_l2",
+    ups = [entry("nexthop", {"nexthop_id": NEXTHOP}, "set_l2",
                  {"port": PORT, "smac": BNG_MAC, "dmac": CORE_MAC, "vid": 0}),
            entry("my_station", {"port": PORT, "dst_mac": BNG_MAC}, "set_my_station", {})]
     if role in ("pppoe_up", "lac_up"):

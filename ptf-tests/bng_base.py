@@ -189,7 +189,6 @@ class BngTest(BaseTest):
     # ---- the topology's standing entries ----
     def install_ports(self) -> None:
         for port in (ACCESS1, ACCESS2, CORE1, CORE2):
-            self.insert("egress_port", {"port": port}, "send", port=port)
             self.insert("packet_out_port", {"egress_port": port}, "send", port=port)
             self.insert("my_station", {"port": port, "dst_mac": mac_int(BNG_MAC)}, "set_my_station")
 

@@ -20,7 +20,7 @@ from .p4runtime_entries import EntryBuilder
 
 _TABLES = ("line_map", "pppoe_up_v4", "pppoe_session", "ipv4_antispoof", "ipv6_antispoof", "my_station",
            "local_ipv4", "local_ipv6", "ipv4_session", "ipv6_session", "l2tp_session", "l2tp_tunnel",
-           "fib_v4", "fib_v6", "nexthop", "packet_out_port", "egress_port")
+           "fib_v4", "fib_v6", "nexthop", "packet_out_port")
 _COUNTERS = ("session_up", "session_down", "drops", "punts")
 _METERS = ("session_meter_up", "session_meter_down", "punt_meter")
 
@@ -66,8 +66,7 @@ class BngTables:
     # ---- ports and the BNG's own addresses ----
     def port(self, port: int, bng_mac: int) -> list[p4r.TableEntry]:
         b = self.b
-        return [b.table_entry("egress_port", {"port": port}, "send", {"port": port}),
-                b.table_entry("packet_out_port", {"egress_port": port}, "send", {"port": port}),
+        return [b.table_entry("packet_out_port", {"egress_port": port}, "send", {"port": port}),
                 b.table_entry("my_station", {"port": port, "dst_mac": bng_mac}, "set_my_station")]
 
     def local_ipv4(self, addr: ipaddress.IPv4Address) -> p4r.TableEntry:

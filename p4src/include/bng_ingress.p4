@@ -1,7 +1,7 @@
 /*
  * The BNG's forwarding logic, architecture-neutral: tables and header
  * rewrites only. It reads meta.in_port and meta.frame_len from the top and
- * leaves a verdict (forward to meta.out_port, punt with a reason, or drop
+ * leaves a verdict (forward to the port BNG_SET_OUTPUT_PORT set, punt with a reason, or drop
  * with a reason) plus the session to count and police; the top owns the
  * counters, meters and the port it sends to.
  *
@@ -211,7 +211,7 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
                     bit<16> s_tpid, bit<16> s_vid, bit<16> c_vid, bit<16> pppoe_session_id,
                     bit<16> mss_clamp) {
         meta.sess_idx = sess_idx;
-        meta.out_port = port;
+        BNG_SET_OUTPUT_PORT(port);
         hdr.ethernet.dst_addr = client_mac;
         hdr.ethernet.src_addr = bng_mac;
         meta.s_tpid = s_tpid;
@@ -258,7 +258,7 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
     action lac_to_pppoe(sess_idx_t sess_idx, port_t port, bit<48> client_mac, bit<48> bng_mac,
                         bit<16> s_tpid, bit<16> s_vid, bit<16> c_vid, bit<16> pppoe_session_id) {
         meta.sess_idx = sess_idx;
-        meta.out_port = port;
+        BNG_SET_OUTPUT_PORT(port);
         hdr.ethernet.dst_addr = client_mac;
         hdr.ethernet.src_addr = bng_mac;
         meta.s_tpid = s_tpid;
@@ -326,7 +326,7 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
     }
 
     action set_l2(port_t port, bit<48> smac, bit<48> dmac, bit<16> vid) {
-        meta.out_port = port;
+        BNG_SET_OUTPUT_PORT(port);
         hdr.ethernet.src_addr = smac;
         hdr.ethernet.dst_addr = dmac;
         meta.s_vid = vid;

@@ -17,6 +17,15 @@ typedef bit<32> tunnel_idx_t;
 
 const port_t CPU_PORT = 0;
 
+/* How a forwarding action sets its output port. By default the core leaves
+ * it in meta.out_port for the top; a top may define this before including
+ * the core to set its architecture's output port in the action itself (the
+ * PNA top does: p4c-dpdk's send_to_port() takes an action parameter, so no
+ * table lookup is needed to turn a metadata field into a port). */
+#ifndef BNG_SET_OUTPUT_PORT
+#define BNG_SET_OUTPUT_PORT(port) meta.out_port = (port)
+#endif
+
 /* Table and extern sizes: 64k sessions (PPPoE and L2TP together). */
 #define BNG_MAX_SESSIONS 65536
 #define BNG_MAX_LINES 65536

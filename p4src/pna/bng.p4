@@ -12,6 +12,8 @@
  */
 #include <core.p4>
 #include <dpdk/pna.p4>
+/* Forwarding actions send to their port parameter directly. */
+#define BNG_SET_OUTPUT_PORT(port) send_to_port((PortId_t) (port))
 #include "../include/bng.p4"
 
 /* p4c-dpdk hands PNA_MeterColor_t values (RED=0, GREEN=1, YELLOW=2, the
@@ -72,10 +74,6 @@ control MainControlImpl(inout headers_t hdr, inout bng_meta_t meta,
         send_to_port((PortId_t) port);
     }
 
-    action drop() {
-        drop_packet();
-    }
-
     /* packet_out.egress_port -> port: p4c-dpdk's send_to_port() takes a
      * constant or an action parameter, not a header field. A miss is
      * counted before the drop (SWX drops at once, ending the program). */
@@ -83,14 +81,6 @@ control MainControlImpl(inout headers_t hdr, inout bng_meta_t meta,
         key = { hdr.packet_out.egress_port : exact @name("egress_port"); }
         actions = { send; @defaultonly NoAction; }
         const default_action = NoAction();
-        size = 256;
-    }
-
-    /* meta.out_port -> port, for the same reason. */
-    table egress_port {
-        key = { meta.out_port : exact @name("port"); }
-        actions = { send; @defaultonly drop; }
-        const default_action = drop();
         size = 256;
     }
 
@@ -188,9 +178,8 @@ control MainControlImpl(inout headers_t hdr, inout bng_meta_t meta,
                 }
             }
 
-            if (meta.verdict == Verdict_t.FORWARD) {
-                egress_port.apply();
-            } else if (meta.verdict == Verdict_t.PUNT) {
+            /* FORWARD: the core's forwarding action has set the port. */
+            if (meta.verdict == Verdict_t.PUNT) {
                 hdr.packet_in.setValid();
                 hdr.packet_in.ingress_port = meta.in_port;
                 hdr.packet_in.line_id = meta.line_id;
@@ -198,7 +187,7 @@ control MainControlImpl(inout headers_t hdr, inout bng_meta_t meta,
                 hdr.packet_in.reason = meta.punt_reason;
                 hdr.packet_in._pad = 0;
                 send_to_port((PortId_t) CPU_PORT);
-            } else {
+            } else if (meta.verdict != Verdict_t.FORWARD) {
                 meta.w = (bit<32>) (bit<8>) meta.drop_reason;
                 drops.count(meta.w, meta.frame_len);
                 drop_packet();
