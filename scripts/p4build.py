@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -85,7 +86,12 @@ def parse_enums(text: str) -> dict[str, dict]:
 
 
 def tofino_include() -> Path | None:
-    return next((p for p in TOFINO_INCLUDE_CANDIDATES if (p / "tna.p4").exists()), None)
+    """p4c's Tofino include folder: $P4C_TOFINO_INCLUDE (for a p4c checkout
+    anywhere, e.g. <p4c>/backends/tofino/bf-p4c/p4include), else the usual
+    places."""
+    env = os.environ.get("P4C_TOFINO_INCLUDE")
+    candidates = ([Path(env)] if env else []) + TOFINO_INCLUDE_CANDIDATES
+    return next((p for p in candidates if (p / "tna.p4").exists()), None)
 
 
 def compile_pna(prog: Program, p4c: str) -> None:

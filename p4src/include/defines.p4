@@ -26,6 +26,23 @@ const port_t CPU_PORT = 0;
 #define BNG_SET_OUTPUT_PORT(port) meta.out_port = (port)
 #endif
 
+/* Parser hooks for architectures whose checksum units live in the parser
+ * (Tofino): declarations inside BngParser, and statements run right after
+ * the outer IPv4, inner IPv4 and TCP MSS headers are extracted. Empty by
+ * default: the PNA top checksums in its control instead. */
+#ifndef BNG_PARSER_CHECKSUMS
+#define BNG_PARSER_CHECKSUMS
+#endif
+#ifndef BNG_PARSED_IPV4
+#define BNG_PARSED_IPV4
+#endif
+#ifndef BNG_PARSED_INNER_IPV4
+#define BNG_PARSED_INNER_IPV4
+#endif
+#ifndef BNG_PARSED_TCP_MSS
+#define BNG_PARSED_TCP_MSS
+#endif
+
 /* Table and extern sizes: 64k sessions (PPPoE and L2TP together). */
 #define BNG_MAX_SESSIONS 65536
 #define BNG_MAX_LINES 65536

@@ -275,6 +275,7 @@ struct bng_meta_t {
     bit<8> ipv4_csum_update;
     bit<8> inner_ipv4_csum_update;
     bit<8> mss_update;        /* rewrite tcp_mss.mss to mss_clamp, fix TCP checksum */
+    bit<16> tcp_csum_residual; /* TNA: the TCP checksum's sum less checksum and MSS */
 }
 
 #endif

@@ -17,6 +17,7 @@
 
 parser BngParser(packet_in pkt, inout headers_t hdr, inout bng_meta_t meta) {
     ipv6_peek_h ipv6_peek;
+    BNG_PARSER_CHECKSUMS
 
     state start {
         meta.parsed_len = 14;
@@ -106,6 +107,7 @@ parser BngParser(packet_in pkt, inout headers_t hdr, inout bng_meta_t meta) {
      * IPv4 with options. */
     state parse_ipv4 {
         pkt.extract(hdr.ipv4);
+        BNG_PARSED_IPV4
         meta.parsed_len = meta.parsed_len + 20;
         meta.claim_len = (bit<32>) hdr.ipv4.total_len;
         meta.local_ip = hdr.ipv4.dst_addr;
@@ -261,6 +263,7 @@ parser BngParser(packet_in pkt, inout headers_t hdr, inout bng_meta_t meta) {
 
     state parse_inner_ipv4 {
         pkt.extract(hdr.inner_ipv4);
+        BNG_PARSED_INNER_IPV4
         meta.parsed_len = meta.parsed_len + 20;
         meta.inner_len = hdr.inner_ipv4.total_len;
         meta.src_ipv4 = hdr.inner_ipv4.src_addr;
@@ -319,6 +322,7 @@ parser BngParser(packet_in pkt, inout headers_t hdr, inout bng_meta_t meta) {
 
     state parse_tcp_mss {
         pkt.extract(hdr.tcp_mss);
+        BNG_PARSED_TCP_MSS
         meta.parsed_len = meta.parsed_len + 4;
         transition accept;
     }

@@ -8,6 +8,25 @@
  */
 #include <core.p4>
 #include <tna.p4>
+
+/* Tofino's checksum units: IPv4 header checksums are verified as the
+ * headers are parsed (verify() is true when the sum is right); for MSS
+ * clamping the parser deposits the TCP checksum's sum without the checksum
+ * and MSS words, and the deparser adds the new MSS back (RFC 1624). */
+#define BNG_PARSER_CHECKSUMS \
+    Checksum() ipv4_checksum; \
+    Checksum() inner_ipv4_checksum; \
+    Checksum() tcp_checksum;
+#define BNG_PARSED_IPV4 \
+    ipv4_checksum.add(hdr.ipv4); \
+    meta.ipv4_csum_bad = (bit<8>) (bit<1>) !ipv4_checksum.verify();
+#define BNG_PARSED_INNER_IPV4 \
+    inner_ipv4_checksum.add(hdr.inner_ipv4); \
+    meta.inner_ipv4_csum_bad = (bit<8>) (bit<1>) !inner_ipv4_checksum.verify();
+#define BNG_PARSED_TCP_MSS \
+    tcp_checksum.subtract({hdr.tcp.checksum, hdr.tcp_mss.mss}); \
+    tcp_checksum.subtract_all_and_deposit(meta.tcp_csum_residual);
+
 #include "../include/bng.p4"
 
 /* The CPU PCIe port of a Tofino 1 (pipe 0). */
@@ -21,6 +40,9 @@ parser BngIngressParser(packet_in pkt, out headers_t hdr, out bng_meta_t meta,
         pkt.extract(ig_intr_md);
         pkt.advance(PORT_METADATA_SIZE);
         meta.frame_len = 0xffff;
+        meta.ipv4_csum_bad = 0;
+        meta.inner_ipv4_csum_bad = 0;
+        meta.tcp_csum_residual = 0;
         meta.in_port = (port_t) ig_intr_md.ingress_port;
         transition select(ig_intr_md.ingress_port) {
             TOFINO_CPU_PORT: parse_packet_out;
@@ -60,10 +82,7 @@ control BngIngressTop(inout headers_t hdr, inout bng_meta_t meta,
             hdr.packet_out.setInvalid();
             ig_tm_md.bypass_egress = 1;
         } else {
-            /* TODO(tofino): verify IPv4 checksums with the parser's Checksum
-             * extern; until then the core sees them as good. */
-            meta.ipv4_csum_bad = 0;
-            meta.inner_ipv4_csum_bad = 0;
+            /* meta.*ipv4_csum_bad: set by the parser (BNG_PARSED_*) */
             bng.apply(hdr, meta);
             if (meta.mss_update == 1) {
                 hdr.tcp_mss.mss = meta.mss_clamp;   /* TCP checksum: deparser */
@@ -116,6 +135,7 @@ control BngIngressDeparser(packet_out pkt, inout headers_t hdr, in bng_meta_t me
                            in ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md) {
     Checksum() ipv4_csum;
     Checksum() inner_ipv4_csum;
+    Checksum() tcp_csum;
 
     apply {
         if (meta.ipv4_csum_update == 1) {
@@ -123,6 +143,9 @@ control BngIngressDeparser(packet_out pkt, inout headers_t hdr, in bng_meta_t me
         }
         if (meta.inner_ipv4_csum_update == 1) {
             hdr.inner_ipv4.checksum = inner_ipv4_csum.update({IPV4_CHECKSUM_FIELDS(hdr.inner_ipv4)});
+        }
+        if (meta.mss_update == 1) {
+            hdr.tcp.checksum = tcp_csum.update({hdr.tcp_mss.mss, meta.tcp_csum_residual});
         }
         pkt.emit(hdr.packet_in);
         pkt.emit(hdr.ethernet);
