@@ -187,6 +187,7 @@ def run_child(args) -> dict:
             pkts = frames(role, flows, size)
             wrpcap(str(pcap), [Ether(b) for b in pkts])
             p = lib.pipeline_build(str(spec_path), str(work), cfg.dpdk_include, iospecs, mode)
+            p.table_lookup_set((args.lookup or cfg.table_lookup) == "one-step")
             pmap = PipelineMap(p4info, parse(spec_text), context)
             pmap.bind(p)
             store = TableStore(pmap)
@@ -228,6 +229,9 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--roles", default=",".join(ROLES))
     ap.add_argument("--modes", default="compiled")
+    ap.add_argument("--lookup", choices=("one-step", "staged"),
+                    help="exact-match lookups: one step or SWX's prefetching stages "
+                         "(default: the switch's, config key table_lookup)")
     ap.add_argument("--mode", help=argparse.SUPPRESS)
     ap.add_argument("--json", help="also write the results here")
     args = ap.parse_args()
@@ -238,7 +242,8 @@ def main() -> int:
     print(f"bench-bng: {args.sessions} sessions per role, traffic over {args.flows}, frames {args.frame_sizes}, "
           f"{args.workers} worker(s), {args.runs} x {args.seconds}s runs; baseline l2fwd.spec at each size",
           flush=True)
-    results = run_modes(__file__, args, ("sessions", "flows", "frame_sizes", "workers", "seconds", "runs", "roles"))
+    results = run_modes(__file__, args, ("sessions", "flows", "frame_sizes", "workers", "seconds", "runs", "roles",
+                                         "lookup"))
     if results is None:
         return 1
     for by_size in results.values():

@@ -100,7 +100,7 @@ def run_modes(script: str, args, keys: tuple[str, ...]) -> dict | None:
     for mode in args.modes.split(","):
         print(f"  {mode} ...", flush=True)
         cmd = [sys.executable, script, "--mode", mode] + [
-            f"--{k.replace('_', '-')}={v}" for k, v in vars(args).items() if k in keys]
+            f"--{k.replace('_', '-')}={v}" for k, v in vars(args).items() if k in keys and v is not None]
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode != 0:
             print(r.stdout[-3000:], r.stderr[-3000:])
@@ -150,6 +150,7 @@ def run_child(args) -> dict:
     spec_path.write_text(spec_text)
     p = lib.pipeline_build(str(spec_path), str(work), cfg.dpdk_include, iospecs,
                            "compiled-only" if args.mode == "compiled" else "interpreted")
+    p.table_lookup_set(cfg.table_lookup == "one-step")   # as the switch runs it
     pmap = PipelineMap(text_format.Parse(p4info_path.read_text(), p4info_pb2.P4Info()), parse(spec_text), context)
     pmap.bind(p)
     store = TableStore(pmap)

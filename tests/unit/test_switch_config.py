@@ -32,6 +32,7 @@ def test_libpcap_port_is_one_queue_pair_on_an_interface():
     ({"ports": [{"id": 1, "type": "af_packet"}]}, "needs iface"),
     ({"colour": "red"}, "switch config: unknown key colour"),
     ({"pipeline_mode": "fast"}, "pipeline_mode"),
+    ({"table_lookup": "hashed"}, "table_lookup"),
     ({"workers": 2, "ports": [{"id": 1, "type": "libpcap", "iface": "x"}]}, "one worker"),
 ])
 def test_config_errors(raw, words):

@@ -172,6 +172,7 @@ class Device:
             os.unlink(spec_path)
         try:
             pc.pmap.bind(pipeline)
+            pipeline.table_lookup_set(cfg.table_lookup == "one-step")
             pipeline.cpu_port_config(cpu_ring_prefix(cfg.name), MEMPOOL)
             self._set_port_directions(pipeline, pc)
         except Exception:

@@ -239,6 +239,11 @@ class Pipeline:
         n_done = ctypes.c_uint32()
         self._call("bsw_table_commit", self.handle, arr, len(ops), ctypes.byref(n_done))
 
+    def table_lookup_set(self, one_step: bool) -> None:
+        """Exact-match lookups in one step or in SWX's prefetching stages
+        (see bsw_table_lookup.c); before the workers start."""
+        self._call("bsw_table_lookup_set", self.handle, int(one_step))
+
     def table_entry_index(self, table_id: int, key: bytes) -> int | None:
         """The direct counter/meter index of an exact-match entry (see
         bsw_table_entry_index); None when the key is not in the table."""

@@ -172,6 +172,11 @@ int bsw_table_commit(struct bsw_pipeline *bp, const struct bsw_op *ops, uint32_t
 int bsw_table_entry_index(struct bsw_pipeline *bp, uint32_t table_id, const uint8_t *key,
 			  uint64_t *index);
 
+/* Exact-match tables looked up in one step (1) or in SWX's prefetching
+ * stages with a packet switch between them (0, DPDK's default); see
+ * bsw_table_lookup.c. Only before the workers start. */
+int bsw_table_lookup_set(struct bsw_pipeline *bp, int one_step);
+
 /* ---- counters, meters, registers (summed / applied over instances) ---- */
 int bsw_regarray_read(struct bsw_pipeline *bp, const char *name, uint32_t index,
 		      uint64_t *value);

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Exact-match lookups in one step.
+ *
+ * SWX's exact-match table looks a key up in three stages (hash and prefetch
+ * the bucket, prefetch the key, compare), and the pipeline switches to
+ * another packet between stages. That hides memory latency when keys are not
+ * in cache, and costs two thread switches per lookup when they are. The
+ * table type also has a one-step lookup over the same table object
+ * (rte_swx_table_exact_match_unoptimized_ops). This sets, per instance and
+ * pipeline thread, which of the two the pipeline calls for each exact-match
+ * table; the tables, their entries and the table manager are untouched.
+ * Reaches into the pipeline's thread state (rte_swx_pipeline_internal.h of
+ * the same DPDK version, as codegen does), so call it while no worker runs. */
+#include <errno.h>
+
+#include <rte_swx_table_em.h>
+
+#include "bsw_internal.h"
+#include "rte_swx_pipeline_internal.h"
+
+int
+bsw_table_lookup_set(struct bsw_pipeline *bp, int one_step)
+{
+	uint32_t k, i, id;
+
+	if (bp->workers_started) {
+		bsw_set_error("table lookups can be switched only before the workers start");
+		return -EBUSY;
+	}
+	for (k = 0; k < bp->n_instances; k++) {
+		struct rte_swx_pipeline *p = bp->inst[k].p;
+
+		for (i = 0; i < RTE_SWX_PIPELINE_THREADS_MAX; i++) {
+			struct thread *t = &p->threads[i];
+
+			for (id = 0; id < bp->n_tables; id++) {
+				struct bsw_table *bt = &bp->tables[id];
+
+				if (bt->is_stub || !bt->is_exact ||
+				    bt->ops.lkp != rte_swx_table_exact_match_ops.lkp)
+					continue;
+				t->tables[id].func = one_step ?
+					rte_swx_table_exact_match_unoptimized_ops.lkp :
+					rte_swx_table_exact_match_ops.lkp;
+			}
+		}
+	}
+	return 0;
+}
