@@ -387,7 +387,8 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                     yield p4r.Entity(table_entry=te)
                 return
             # The request asks for the entries' direct counter data and/or
-            # meter config along with them (spec 9.1.2).
+            # meter config along with them (its counter_data / meter_config
+            # fields are set).
             with dev.lock:
                 direct = DirectResources(dev.pipeline)
                 out = []
