@@ -223,14 +223,14 @@ class Device:
             if meter_config is not None and t.direct_meter is not None:
                 u.entity.table_entry.meter_config.CopyFrom(meter_config)
             try:
-                written = self.store.apply(u, ops, undo)
+                ts, stored = self.store.apply(u, ops, undo)   # an INSERT of a match entry returns both
                 kept += 1
             except Exception as e:  # the new program no longer accepts it
                 log.info("reconcile: entry of %s dropped: %s", name, e)
                 dropped += 1
                 continue
-            if written is not None and written[1] is not None and written[1].meter_config is not None:
-                metered.append(written)
+            if stored.meter_config is not None:
+                metered.append((ts, stored))
         keep: list = []
         ops += self.store.rebuild_ops(keep)
         self.pipeline.table_commit(ops)

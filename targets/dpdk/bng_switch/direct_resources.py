@@ -41,31 +41,14 @@ class DirectResources:
         return idx
 
     def read_counter(self, t: TableMap, stored: StoredEntry | None) -> p4r.CounterData:
-        c = t.direct_counter
-        idx = self.index(t, stored)
-        data = p4r.CounterData()
-        if c.packets_array:
-            data.packet_count = self.pipeline.regarray_read(c.packets_array, idx)
-        if c.bytes_array:
-            data.byte_count = self.pipeline.regarray_read(c.bytes_array, idx)
-        return data
+        return t.direct_counter.read(self.pipeline, self.index(t, stored))
 
     def write_counter(self, t: TableMap, stored: StoredEntry | None, data: p4r.CounterData) -> None:
-        c = t.direct_counter
-        idx = self.index(t, stored)
-        if c.packets_array:
-            self.pipeline.regarray_write(c.packets_array, idx, data.packet_count)
-        if c.bytes_array:
-            self.pipeline.regarray_write(c.bytes_array, idx, data.byte_count)
+        t.direct_counter.write(self.pipeline, self.index(t, stored), data)
 
     def write_meter(self, t: TableMap, stored: StoredEntry | None, cfg: p4r.MeterConfig | None) -> None:
         """Configure the entry's meter, or reset it to never-red (cfg None)."""
-        m = t.direct_meter
-        idx = self.index(t, stored)
-        if cfg is None:
-            self.pipeline.meter_reset(m.swx_name, idx)
-        else:
-            self.pipeline.meter_set(m.swx_name, idx, cfg.cir, cfg.pir, cfg.cburst, cfg.pburst)
+        t.direct_meter.configure(self.pipeline, self.index(t, stored), cfg)
 
     def after_write(self, ts: TableState, update: p4r.Update, stored: StoredEntry | None) -> None:
         """What a committed INSERT or MODIFY of a table entry (stored None:
@@ -78,4 +61,4 @@ class DirectResources:
         if t.direct_counter is not None and (insert or te.HasField("counter_data")):
             self.write_counter(t, stored, te.counter_data)
         if t.direct_meter is not None and (insert or te.HasField("meter_config")):
-            self.write_meter(t, stored, ts.default_meter_config if stored is None else stored.meter_config)
+            self.write_meter(t, stored, ts.meter_config(stored))

@@ -248,12 +248,12 @@ class Pipeline:
         """The direct counter/meter index of an exact-match entry (see
         bsw_table_entry_index); None when the key is not in the table."""
         v = ctypes.c_uint64()
-        status = self.library.lib.bsw_table_entry_index(self.handle, table_id, key, ctypes.byref(v))
-        if status == -errno.ENOENT:
-            return None
-        if status < 0:
-            raise BswError("bsw_table_entry_index", status,
-                           self.library.lib.bsw_last_error().decode(errors="replace"))
+        try:
+            self._call("bsw_table_entry_index", self.handle, table_id, key, ctypes.byref(v))
+        except BswError as e:
+            if e.errno == errno.ENOENT:
+                return None
+            raise
         return v.value
 
     # ---- externs ----

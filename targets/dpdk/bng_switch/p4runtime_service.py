@@ -209,10 +209,11 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                         if kind == "table_entry":
                             written = store.apply(u, ops, undo)
                             table_updates.append((pw, i))
-                            if written is not None and (written[0].map.direct_counter or written[0].map.direct_meter):
+                            if written is not None:
                                 ts, stored = written
-                                direct_after.append(
-                                    (pw, i, lambda u=u, ts=ts, st=stored: direct.after_write(ts, u, st)))
+                                if ts.map.direct_counter or ts.map.direct_meter:
+                                    direct_after.append(
+                                        (pw, i, lambda u=u, ts=ts, st=stored: direct.after_write(ts, u, st)))
                         elif kind == "counter_entry":
                             self._write_counter(u)
                         elif kind == "meter_entry":
@@ -281,13 +282,9 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         if u.type != p4r.Update.MODIFY:
             raise P4RuntimeError(grpc.StatusCode.INVALID_ARGUMENT, "counter entries can only be modified")
         indices = [ce.index.index] if ce.HasField("index") else range(c.size)
-        p = self.device.pipeline
         for idx in indices:
             self._check_index(c.name, idx, c.size)
-            if c.packets_array:
-                p.regarray_write(c.packets_array, idx, ce.data.packet_count)
-            if c.bytes_array:
-                p.regarray_write(c.bytes_array, idx, ce.data.byte_count)
+            c.write(self.device.pipeline, idx, ce.data)
 
     def _write_meter(self, u: p4r.Update) -> None:
         me = u.entity.meter_entry
@@ -300,14 +297,13 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             raise P4RuntimeError(grpc.StatusCode.INVALID_ARGUMENT, f"meter {m.name}: index required")
         idx = me.index.index
         self._check_index(m.name, idx, m.size)
-        p = self.device.pipeline
-        if me.HasField("config"):
-            cfg = me.config
+        cfg = me.config if me.HasField("config") else None
+        if cfg is not None:
             check_meter_config(cfg, f"meter {m.name}[{idx}]")
-            p.meter_set(m.swx_name, idx, cfg.cir, cfg.pir, cfg.cburst, cfg.pburst)
+        m.configure(self.device.pipeline, idx, cfg)
+        if cfg is not None:
             self.device.meter_configs[(m.id, idx)] = p4r.MeterConfig.FromString(cfg.SerializeToString())
         else:
-            p.meter_reset(m.swx_name, idx)
             self.device.meter_configs.pop((m.id, idx), None)
 
     def _direct_table(self, table_id: int, kind: str):
@@ -398,7 +394,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                     if q.HasField("counter_data") and ts.map.direct_counter is not None:
                         te.counter_data.CopyFrom(direct.read_counter(ts.map, stored))
                     if q.HasField("meter_config") and ts.map.direct_meter is not None:
-                        cfg = ts.default_meter_config if stored is None else stored.meter_config
+                        cfg = ts.meter_config(stored)
                         if cfg is not None:
                             te.meter_config.CopyFrom(cfg)
                     out.append(te)
@@ -415,10 +411,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                     self._check_index(c.name, idx, c.size)
                     out = p4r.CounterEntry(counter_id=c.id)
                     out.index.index = idx
-                    if c.packets_array:
-                        out.data.packet_count = dev.pipeline.regarray_read(c.packets_array, idx)
-                    if c.bytes_array:
-                        out.data.byte_count = dev.pipeline.regarray_read(c.bytes_array, idx)
+                    out.data.CopyFrom(c.read(dev.pipeline, idx))
                     yield p4r.Entity(counter_entry=out)
         elif kind == "meter_entry":
             me = ent.meter_entry
@@ -471,7 +464,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                     out.append(p4r.Entity(direct_counter_entry=o))
                 else:
                     o = p4r.DirectMeterEntry(table_entry=proto)
-                    cfg = ts.default_meter_config if stored is None else stored.meter_config
+                    cfg = ts.meter_config(stored)
                     if cfg is not None:
                         o.config.CopyFrom(cfg)
                     out.append(p4r.Entity(direct_meter_entry=o))

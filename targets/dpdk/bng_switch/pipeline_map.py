@@ -13,6 +13,7 @@ from functools import cached_property
 from typing import Iterable
 
 from p4.config.v1 import p4info_pb2
+from p4.v1 import p4runtime_pb2 as p4r
 
 from . import swx_spec
 
@@ -83,7 +84,7 @@ class TableMap:
     key_size: int = 0
     data_size: int = 0
     # p4c-dpdk's direct resources: arrays of size + 1, indexed by the entry
-    # (0 is the miss / default action), see TableStore.entry_index
+    # (0 is the miss / default action), see DirectResources.index
     direct_counter: CounterMap | None = None
     direct_meter: MeterMap | None = None
 
@@ -97,6 +98,21 @@ class CounterMap:
     packets_array: str | None
     bytes_array: str | None
 
+    def read(self, pipeline, index: int) -> p4r.CounterData:
+        """The counter at index, from its register arrays (summed over instances)."""
+        data = p4r.CounterData()
+        if self.packets_array:
+            data.packet_count = pipeline.regarray_read(self.packets_array, index)
+        if self.bytes_array:
+            data.byte_count = pipeline.regarray_read(self.bytes_array, index)
+        return data
+
+    def write(self, pipeline, index: int, data: p4r.CounterData) -> None:
+        if self.packets_array:
+            pipeline.regarray_write(self.packets_array, index, data.packet_count)
+        if self.bytes_array:
+            pipeline.regarray_write(self.bytes_array, index, data.byte_count)
+
 
 @dataclass
 class MeterMap:
@@ -105,6 +121,13 @@ class MeterMap:
     size: int
     unit: int
     swx_name: str
+
+    def configure(self, pipeline, index: int, cfg: p4r.MeterConfig | None) -> None:
+        """Set the meter at index to cfg, or reset it to never-red (None)."""
+        if cfg is None:
+            pipeline.meter_reset(self.swx_name, index)
+        else:
+            pipeline.meter_set(self.swx_name, index, cfg.cir, cfg.pir, cfg.cburst, cfg.pburst)
 
 
 @dataclass

@@ -85,6 +85,10 @@ class TableState:
         self.default_meter_config: p4r.MeterConfig | None = None
         self.rebuild_pending = False
 
+    def meter_config(self, stored: StoredEntry | None) -> p4r.MeterConfig | None:
+        """The direct meter config of an entry (None: the default entry)."""
+        return self.default_meter_config if stored is None else stored.meter_config
+
 
 class TableStore:
     def __init__(self, pmap: PipelineMap):
