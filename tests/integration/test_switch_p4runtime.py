@@ -390,3 +390,28 @@ def test_direct_resource_errors(lab, client):
         client.insert(bad)
     assert [x.code for x in e.value.errors] == [grpc.StatusCode.INVALID_ARGUMENT]
     assert client.read_table("host_policy") == []
+
+
+def test_reconcile_onto_a_new_program_keeps_entries_and_direct_meter_configs(lab, client):
+    """RECONCILE_AND_COMMIT with a different program (here: the same one
+    with a changed spec text) rebuilds the pipeline and reinstalls the
+    entries; a direct meter keeps its config and polices as before."""
+    p4info_path, device_config = program_files("switch_test")
+    p4info = P4RuntimeClient.load_p4info(str(p4info_path))
+    bundle = json.loads(device_config.read_bytes())
+    bundle["spec"] += "\n// rebuilt by RECONCILE_AND_COMMIT\n"
+    changed = json.dumps(bundle).encode()
+    frame = bytes(Ether(src=H1_MAC, dst=H2_MAC) / IP(src="10.9.0.1", dst="10.9.0.2") / UDP() / (b"r" * 50))
+    host = client.table_entry("host_policy", {"src_addr": int(H1_MAC.replace(":", ""), 16)}, "police_host", {})
+    host.meter_config.cir, host.meter_config.cburst, host.meter_config.pir, host.meter_config.pburst = 1, 100, 1, 100
+    client.insert(*wire(client), host)
+    reconcile = p4r.SetForwardingPipelineConfigRequest.RECONCILE_AND_COMMIT
+    try:
+        client.set_pipeline(p4info, changed, action=reconcile)
+        assert len(client.read_table("port_fwd")) == 2
+        got = client.read(p4r.Entity(direct_meter_entry=p4r.DirectMeterEntry(table_entry=host)))[0]
+        assert got.direct_meter_entry.config == host.meter_config
+        assert _send_and_count_at_h2(lab, frame, 4) == 1
+    finally:
+        client.delete(*wire(client), host)
+        client.set_pipeline(p4info, device_config.read_bytes(), action=reconcile)
