@@ -23,6 +23,7 @@ from tests.support import SwitchProcess, program_files, two_hosts
 pytestmark = pytest.mark.root
 
 H1_MAC, H2_MAC = "02:00:00:00:01:01", "02:00:00:00:02:02"
+H1_MAC_INT = int(H1_MAC.replace(":", ""), 16)
 
 
 @pytest.fixture(scope="module")
@@ -321,7 +322,7 @@ def test_direct_counter_and_meter_belong_to_their_entry(lab, client):
     source MAC: the counter and meter are named by the table entry."""
     frame = bytes(Ether(src=H1_MAC, dst=H2_MAC) / IP(src="10.9.0.1", dst="10.9.0.2") / UDP() / (b"d" * 50))
     size = 14 + 20 + 8 + 50          # the program counts Ethernet header + IPv4 total length
-    host = client.table_entry("host_policy", {"src_addr": int(H1_MAC.replace(":", ""), 16)}, "police_host", {})
+    host = client.table_entry("host_policy", {"src_addr": H1_MAC_INT}, "police_host", {})
     other = client.table_entry("host_policy", {"src_addr": 0x02AA00000001}, "police_host", {})
     client.insert(*wire(client), other, host)
     try:
@@ -334,7 +335,7 @@ def test_direct_counter_and_meter_belong_to_their_entry(lab, client):
         assert _direct_counter(client, host) == want
         assert _direct_counter(client, other) == p4r.CounterData(), "another entry's counter moved"
         # the same data with the entry, when a table read asks for it
-        q = client.table_entry("host_policy", {"src_addr": int(H1_MAC.replace(":", ""), 16)})
+        q = client.table_entry("host_policy", {"src_addr": H1_MAC_INT})
         q.counter_data.SetInParent()
         assert client.read(p4r.Entity(table_entry=q))[0].table_entry.counter_data == want
         # a wildcard read gives every entry of the table
@@ -402,7 +403,7 @@ def test_reconcile_onto_a_new_program_keeps_entries_and_direct_meter_configs(lab
     bundle["spec"] += "\n// rebuilt by RECONCILE_AND_COMMIT\n"
     changed = json.dumps(bundle).encode()
     frame = bytes(Ether(src=H1_MAC, dst=H2_MAC) / IP(src="10.9.0.1", dst="10.9.0.2") / UDP() / (b"r" * 50))
-    host = client.table_entry("host_policy", {"src_addr": int(H1_MAC.replace(":", ""), 16)}, "police_host", {})
+    host = client.table_entry("host_policy", {"src_addr": H1_MAC_INT}, "police_host", {})
     host.meter_config.cir, host.meter_config.cburst, host.meter_config.pir, host.meter_config.pburst = 1, 100, 1, 100
     client.insert(*wire(client), host)
     reconcile = p4r.SetForwardingPipelineConfigRequest.RECONCILE_AND_COMMIT
