@@ -196,10 +196,11 @@ def run_child(args) -> dict:
                 return insert_update(pmap, table, fields, action, params)
 
             t0 = time.perf_counter()
-            ops, undo = [], []
+            ops, undo = libbsw.OpBatch(), []
             for u in entries(role, args.sessions, entry):
                 store.apply(u, ops, undo)
-            p.table_commit(ops + store.rebuild_ops([]))
+            store.add_rebuilds(ops)
+            p.table_commit(ops)
             install_s = time.perf_counter() - t0
             drops_before = sum(p.regarray_read("drops_0_packets", i) for i in drop_names.values())
             runs = [measure_mpps(p, PORT, args.seconds, args.workers) for _ in range(args.runs)]

@@ -158,11 +158,12 @@ def run_child(args) -> dict:
     def entry(table, fields, action, params):
         return insert_update(pmap, table, fields, action, params)
 
-    ops, undo, keep = [], [], []
+    ops, undo = libbsw.OpBatch(), []
     store.apply(entry("port_fwd", {"in_port": 1}, "forward", {"port": 1}), ops, undo)
     for i in range(args.entries):
         store.apply(entry("l2_fwd", {"dst_addr": 0x020000000000 | i}, "forward", {"port": 1}), ops, undo)
-    p.table_commit(ops + store.rebuild_ops(keep))
+    store.add_rebuilds(ops)
+    p.table_commit(ops)
     for _ in range(args.runs):
         out["program"].append(measure(p))
     p.free()

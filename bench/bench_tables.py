@@ -129,7 +129,9 @@ def bench_in_process(n: int, batch: int) -> dict:
     ns_at = {}
     t0 = time.perf_counter_ns()
     for start in range(0, n, batch):
-        ops = [libbsw.Op(kind=libbsw.OP_ADD, table_id=t.swx_id, entry=e.to_c()) for e in entries[start:start + batch]]
+        ops = libbsw.OpBatch()
+        for e in entries[start:start + batch]:
+            ops.add(t.swx_id, e, None)
         p.table_commit(ops)
         ns_at[min(n, start + batch)] = time.perf_counter_ns() - t0
     results["direct"] = summarize(ns_at, n, batch)

@@ -13,7 +13,7 @@ class FakePipeline:
         self.tables = list(spec.tables.values())
         self.actions = list(spec.actions.values())
         self.header_prefix = header_prefix
-        self.commits: list[list[libbsw.Op]] = []
+        self.commits: list[list[libbsw.PendingOp]] = []
         self.fail_next_commit: int | None = None
         self.regs: dict[tuple[str, int], int] = {}
 
@@ -56,7 +56,8 @@ class FakePipeline:
         if self.fail_next_commit is not None:
             errno, self.fail_next_commit = self.fail_next_commit, None
             raise libbsw.BswError("bsw_table_commit", -errno, "injected failure")
-        self.commits.append(list(ops))
+        ops.pack()                       # what the real pipeline does with it
+        self.commits.append(list(ops.ops))
 
     def regarray_read(self, name, index):
         return self.regs.get((name, index), 0)

@@ -1,5 +1,5 @@
 """P4Runtime table writes: validation per the spec, and the ops they become."""
-import ctypes
+import sys
 
 import grpc
 import pytest
@@ -70,6 +70,25 @@ table acl {
 	default_action forward args port 7
 	size 16
 }
+struct sess_arg_t {
+	bit<16> sid
+	bit<32> port
+}
+action set_session args instanceof sess_arg_t {
+	return
+}
+table sessions {
+	key {
+		h.ethernet.src_addr exact
+		m.in_port exact
+	}
+	actions {
+		set_session
+		NoAction
+	}
+	default_action NoAction args none
+	size 16
+}
 table ports {
 	key {
 		m.in_port exact
@@ -96,6 +115,12 @@ tables { preamble { id: 3 name: "MainControlImpl.acl" }
 tables { preamble { id: 4 name: "MainControlImpl.ports" }
   match_fields { id: 1 name: "in_port" bitwidth: 32 match_type: EXACT }
   action_refs { id: 10 } action_refs { id: 12 } const_default_action_id: 12 size: 16 }
+tables { preamble { id: 5 name: "MainControlImpl.sessions" }
+  match_fields { id: 1 name: "src_addr" bitwidth: 48 match_type: EXACT }
+  match_fields { id: 2 name: "in_port" bitwidth: 9 match_type: EXACT }
+  action_refs { id: 13 } action_refs { id: 11 } size: 16 }
+actions { preamble { id: 13 name: "MainControlImpl.set_session" }
+  params { id: 1 name: "sid" bitwidth: 16 } params { id: 2 name: "port" bitwidth: 9 } }
 actions { preamble { id: 10 name: "MainControlImpl.forward" } params { id: 1 name: "port" bitwidth: 32 } }
 actions { preamble { id: 11 name: "NoAction" } }
 actions { preamble { id: 12 name: "MainControlImpl.drop" } }
@@ -137,9 +162,9 @@ def upd(kind, entry):
 
 
 def apply(store, kind, entry):
-    ops, undo = [], []
+    ops, undo = libbsw.OpBatch(), []
     store.apply(upd(kind, entry), ops, undo)
-    return ops
+    return ops.ops
 
 
 MAC = bytes.fromhex("020000000001")
@@ -150,21 +175,83 @@ def test_exact_insert_encodes_header_key_network_order_and_args(env):
     ops = apply(store, p4r.Update.INSERT, te(1, [(1, "exact", MAC)], 10, [(1, b"\x05")]))
     assert len(ops) == 1 and ops[0].kind == libbsw.OP_ADD
     e = ops[0].entry
-    assert ctypes_bytes(e, 'key', 6) == MAC
-    assert ctypes_bytes(e, 'action_data', 4) == (5).to_bytes(4, "big")
+    assert e.key == MAC
+    assert e.action_data == (5).to_bytes(4, "big")
     assert e.action_id == store.pmap.tables[1].actions[10].swx_id
+    assert ops[0].undo is None
 
 
-def ctypes_bytes(entry, field, n):
-    """n bytes behind a char* of a libbsw.Entry (ctypes stops c_char_p at NUL)."""
-    addr = ctypes.c_void_p.from_buffer(entry, getattr(libbsw.Entry, field).offset).value
-    return ctypes.string_at(addr, n)
+def test_op_batch_packs_every_op_kind_as_bsw_h_describes():
+    """The byte string bsw_table_commit_packed() reads (layout in bsw.h):
+    per op kind, table, n_entries; per entry flags (1 key, 2 mask, 4 data),
+    priority, action id, then the fields that are present."""
+    def u32(*vals):
+        return b"".join(v.to_bytes(4, sys.byteorder) for v in vals)
+
+    a = libbsw.EntryBytes(b"\x01" * 6, 3, b"\x00\x07\x00\x00")
+    b = libbsw.EntryBytes(b"\x02" * 6, 4, b"\x00\x00\x00\x09")
+    w = libbsw.EntryBytes(b"\x0a\x00", 5, b"\x01\x00\x00\x00", b"\xff\x00", 17)
+    batch = libbsw.OpBatch()
+    batch.add(1, a, None)
+    batch.add(1, b, a)
+    batch.delete(2, b)
+    batch.set_default(3, 6, b"")
+    batch.rebuild(4, [w])
+    assert len(batch) == 5
+    absent = u32(0, 0, 0)
+    assert bytes(batch.pack()) == b"".join([
+        u32(libbsw.OP_ADD, 1, 0), u32(5, 0, 3), a.key, a.action_data, absent,
+        u32(libbsw.OP_ADD, 1, 0), u32(5, 0, 4), b.key, b.action_data, u32(5, 0, 3), a.key, a.action_data,
+        u32(libbsw.OP_DEL, 2, 0), u32(5, 0, 4), b.key, b.action_data, u32(5, 0, 4), b.key, b.action_data,
+        u32(libbsw.OP_DEFAULT, 3, 0), u32(0, 0, 6), absent,          # no action data: a NULL pointer
+        u32(libbsw.OP_REBUILD, 4, 1), u32(7, 17, 5), w.key, w.key_mask, w.action_data,
+    ])
 
 
 def test_metadata_key_is_host_order(env):
     store, _ = env
     ops = apply(store, p4r.Update.INSERT, te(4, [(1, "exact", b"\x01\x02")], 10, [(1, b"\x01")]))
-    assert ctypes_bytes(ops[0].entry, 'key', 4) == (0x0102).to_bytes(4, "little")
+    assert ops[0].entry.key == (0x0102).to_bytes(4, "little")
+
+
+def test_multi_field_key_and_params_in_any_order_encode_alike(env):
+    """Fields and params in P4Info order take the one-pass encoders of
+    TableMap.exact_key and ActionMap.data_from_params; any other order takes
+    the checked path. Both must give the same key, canonical key and data."""
+    store, _ = env
+    in_order = apply(store, p4r.Update.INSERT, te(5, [(1, "exact", MAC), (2, "exact", b"\x01\x07")], 13,
+                                                  [(1, b"\x12\x34"), (2, b"\x01\x07")]))
+    assert in_order[0].entry.key == MAC + (0x107).to_bytes(4, "little")
+    assert in_order[0].entry.action_data == b"\x12\x34" + (0x107).to_bytes(4, "big")
+    reversed_ = te(5, [(2, "exact", b"\x01\x07"), (1, "exact", MAC)], 13, [(2, b"\x01\x07"), (1, b"\x12\x34")])
+    with pytest.raises(P4RuntimeError) as e:
+        apply(store, p4r.Update.INSERT, reversed_)
+    assert e.value.code == grpc.StatusCode.ALREADY_EXISTS
+    modified = apply(store, p4r.Update.MODIFY, reversed_)
+    assert (modified[0].entry.key, modified[0].entry.action_data) == (in_order[0].entry.key,
+                                                                      in_order[0].entry.action_data)
+    assert modified[0].undo.key == in_order[0].entry.key
+
+
+@pytest.mark.parametrize("entry,words", [
+    (te(5, [(1, "exact", MAC), (2, "exact", b"\x02\x00")], 13, [(1, b"\x01"), (2, b"\x01")]),
+     "field in_port (id 2): value 0x0200 does not fit in 9 bits"),
+    (te(5, [(1, "exact", MAC), (2, "exact", b"\x01")], 13, [(1, b"\x01"), (2, b"\x02\x00")]),
+     "parameter port: value 0x0200 does not fit in 9 bits"),
+    (te(5, [(1, "exact", MAC), (2, "lpm", b"\x01", 9)], 13, [(1, b"\x01"), (2, b"\x01")]),
+     "expects an exact match, got lpm"),
+    (te(5, [(1, "exact", MAC), (2, "exact", b"\x01")], 13, [(1, b"\x01")]), "port missing"),
+    (te(5, [(1, "exact", MAC), (2, "exact", b"")], 13, [(1, b"\x01"), (2, b"\x01")]), "empty value"),
+    (te(5, [(1, "exact", MAC), (1, "exact", MAC)], 13, [(1, b"\x01"), (2, b"\x01")]), "given twice"),
+])
+def test_multi_field_errors_name_the_field(env, entry, words):
+    """What the one-pass encoders turn down, the checked path explains."""
+    store, _ = env
+    with pytest.raises(P4RuntimeError) as e:
+        apply(store, p4r.Update.INSERT, entry)
+    assert e.value.code == grpc.StatusCode.INVALID_ARGUMENT
+    assert words in e.value.message
+    assert not store.tables[5].entries
 
 
 @pytest.mark.parametrize("entry,code,words", [
@@ -210,7 +297,7 @@ def test_duplicate_insert_missing_delete_and_modify(env):
             apply(store, kind, other)
         assert e.value.code == grpc.StatusCode.NOT_FOUND
     ops = apply(store, p4r.Update.MODIFY, te(1, [(1, "exact", MAC)], 10, [(1, b"\x09")]))
-    assert ops[0].kind == libbsw.OP_ADD and ops[0].undo.key is not None
+    assert ops[0].kind == libbsw.OP_ADD and ops[0].undo.key == MAC
     ops = apply(store, p4r.Update.DELETE, te(1, [(1, "exact", MAC)]))
     assert ops[0].kind == libbsw.OP_DEL
     assert not store.tables[1].entries
@@ -235,16 +322,16 @@ def test_table_full(env):
 
 def test_wildcard_tables_rebuild_once_per_batch_with_lpm_priority(env):
     store, _ = env
-    ops, undo = [], []
+    ops, undo = libbsw.OpBatch(), []
     store.apply(upd(p4r.Update.INSERT, te(2, [(1, "lpm", b"\x0a\x00\x00\x00", 8)], 11)), ops, undo)
     store.apply(upd(p4r.Update.INSERT, te(2, [(1, "lpm", b"\x0a\x01\x00\x00", 16)], 11)), ops, undo)
-    assert ops == []
-    keep = []
-    rebuilds = store.rebuild_ops(keep)
-    assert len(rebuilds) == 1 and rebuilds[0].kind == libbsw.OP_REBUILD and rebuilds[0].n_entries == 2
-    prios = sorted(rebuilds[0].entries[i].priority for i in range(2))
+    assert len(ops) == 0
+    store.add_rebuilds(ops)
+    assert len(ops) == 1 and ops.ops[0].kind == libbsw.OP_REBUILD and len(ops.ops[0].entries) == 2
+    prios = sorted(e.priority for e in ops.ops[0].entries)
     assert prios == [32 - 16, 32 - 8]  # the longer prefix wins (0 is the highest)
-    assert store.rebuild_ops(keep) == []
+    store.add_rebuilds(ops)
+    assert len(ops) == 1
 
 
 def test_default_action(env):
@@ -322,7 +409,7 @@ def test_counter_data_and_meter_config_in_table_writes(direct_env):
     e = te(1, [(1, "exact", MAC)], 10, [(1, b"\x05")])
     e.counter_data.packet_count = 9
     e.meter_config.cir, e.meter_config.pir = 100, 200
-    ops, undo = [], []
+    ops, undo = libbsw.OpBatch(), []
     ts, stored = store.apply(upd(p4r.Update.INSERT, e), ops, undo)
     assert ts.map.name.endswith("l2_fwd") and stored.meter_config.pir == 200
     # Read returns the entry without what the write carried for its resources

@@ -211,7 +211,7 @@ class Device:
         from .direct_resources import DirectResources
         by_name = {t.name: t for t in self.current.pmap.tables.values()}
         kept = dropped = 0
-        ops, undo, metered = [], [], []
+        ops, undo, metered = libbsw.OpBatch(), [], []
         for name, proto, meter_config in entries:
             t = by_name.get(name)
             if t is None:
@@ -231,8 +231,7 @@ class Device:
                 continue
             if stored.meter_config is not None:
                 metered.append((ts, stored))
-        keep: list = []
-        ops += self.store.rebuild_ops(keep)
+        self.store.add_rebuilds(ops)
         self.pipeline.table_commit(ops)
         direct = DirectResources(self.pipeline)
         for ts, stored in metered:

@@ -33,7 +33,7 @@ class DirectResources:
         default entry (index 0)."""
         if stored is None:
             return 0
-        idx = self.pipeline.table_entry_index(t.swx_id, stored.swx.key)
+        idx = self.pipeline.table_entry_index(t.swx_id, stored.key)
         if idx is None:
             # The store and the data plane disagree: never expected, and not
             # the client's fault.

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
+import struct
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -67,27 +68,89 @@ class DistributorStats(ctypes.Structure):
                 ("tx_dropped", ctypes.c_uint64), ("to_instance", ctypes.c_uint64 * MAX_INSTANCES)]
 
 
-class Entry(ctypes.Structure):
-    _fields_ = [("key", ctypes.c_char_p), ("key_mask", ctypes.c_char_p), ("priority", ctypes.c_uint32),
-                ("action_id", ctypes.c_uint32), ("action_data", ctypes.c_char_p)]
-
-
-class Op(ctypes.Structure):
-    _fields_ = [("kind", ctypes.c_uint32), ("table_id", ctypes.c_uint32), ("entry", Entry), ("undo", Entry),
-                ("entries", ctypes.POINTER(Entry)), ("n_entries", ctypes.c_uint32)]
-
-
-@dataclass
+@dataclass(slots=True)
 class EntryBytes:
     """One table entry in the pipeline's own layout."""
-    key: bytes
+    key: bytes | None
     action_id: int
-    action_data: bytes
+    action_data: bytes | None
     key_mask: bytes | None = None
     priority: int = 0
 
-    def to_c(self) -> Entry:
-        return Entry(self.key, self.key_mask, self.priority, self.action_id, self.action_data)
+
+@dataclass(slots=True)
+class PendingOp:
+    """One op of a batch, before it is packed for bsw_table_commit_packed()."""
+    kind: int
+    table_id: int
+    entry: EntryBytes | None = None            # ADD, DEL (key), DEFAULT (action; no key)
+    undo: EntryBytes | None = None             # ADD over an existing key, DEL: the entry as it was
+    entries: list[EntryBytes] | None = None    # REBUILD
+
+
+# The packed batch of bsw_table_commit_packed() (see bsw.h).
+_PACKED_KEY, _PACKED_MASK, _PACKED_DATA = 1, 2, 4
+_PACKED_OP = struct.Struct("=III")
+_PACKED_ENTRY = struct.Struct("=III")
+_PACKED_NO_ENTRY = _PACKED_ENTRY.pack(0, 0, 0)
+
+
+class OpBatch:
+    """The ops of one commit, in order.
+
+    Ops are kept as plain objects while a Write is checked and serialized in
+    one pass at commit time into the byte string bsw_table_commit_packed()
+    reads: building ctypes structures per update cost 2-3 µs, a fifth of
+    what a whole insert cost; packing costs 0.2-0.5 µs per op."""
+
+    def __init__(self) -> None:
+        self.ops: list[PendingOp] = []
+
+    def __len__(self) -> int:
+        return len(self.ops)
+
+    def add(self, table_id: int, entry: EntryBytes, undo: EntryBytes | None) -> None:
+        """Insert or overwrite; undo: the entry it replaces (None: a new key)."""
+        self.ops.append(PendingOp(OP_ADD, table_id, entry, undo))
+
+    def delete(self, table_id: int, entry: EntryBytes) -> None:
+        self.ops.append(PendingOp(OP_DEL, table_id, entry, entry))
+
+    def set_default(self, table_id: int, action_id: int, action_data: bytes | None) -> None:
+        self.ops.append(PendingOp(OP_DEFAULT, table_id, EntryBytes(None, action_id, action_data or None)))
+
+    def rebuild(self, table_id: int, entries: list[EntryBytes]) -> None:
+        self.ops.append(PendingOp(OP_REBUILD, table_id, entries=entries))
+
+    def pack(self) -> bytearray:
+        buf = bytearray()
+        op_header = _PACKED_OP.pack
+        for op in self.ops:
+            if op.kind == OP_REBUILD:
+                buf += op_header(op.kind, op.table_id, len(op.entries))
+                for e in op.entries:
+                    _pack_entry(buf, e)
+                continue
+            buf += op_header(op.kind, op.table_id, 0)
+            _pack_entry(buf, op.entry)
+            if op.undo is None:
+                buf += _PACKED_NO_ENTRY
+            else:
+                _pack_entry(buf, op.undo)
+        return buf
+
+
+def _pack_entry(buf: bytearray, e: EntryBytes) -> None:
+    key, mask, data = e.key, e.key_mask, e.action_data
+    flags = ((_PACKED_KEY if key is not None else 0) | (_PACKED_MASK if mask is not None else 0)
+             | (_PACKED_DATA if data is not None else 0))
+    buf += _PACKED_ENTRY.pack(flags, e.priority, e.action_id)
+    if key is not None:
+        buf += key
+    if mask is not None:
+        buf += mask
+    if data is not None:
+        buf += data
 
 
 def default_library_path() -> Path:
@@ -231,13 +294,14 @@ class Pipeline:
         return out
 
     # ---- tables ----
-    def table_commit(self, ops: list[Op]) -> None:
-        """Apply ops as one update; raises BswError (nothing applied) on failure."""
-        if not ops:
+    def table_commit(self, batch: OpBatch) -> None:
+        """Apply a batch as one update; raises BswError (nothing applied) on failure."""
+        if not batch:
             return
-        arr = (Op * len(ops))(*ops)
+        buf = batch.pack()
         n_done = ctypes.c_uint32()
-        self._call("bsw_table_commit", self.handle, arr, len(ops), ctypes.byref(n_done))
+        self._call("bsw_table_commit_packed", self.handle, (ctypes.c_char * len(buf)).from_buffer(buf),
+                   ctypes.c_size_t(len(buf)), len(batch), ctypes.byref(n_done))
 
     def table_lookup_set(self, one_step: bool) -> None:
         """Exact-match lookups in one step or in SWX's prefetching stages

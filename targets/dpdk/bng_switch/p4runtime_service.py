@@ -42,6 +42,9 @@ def _election_id(u: p4r.Uint128) -> tuple[int, int]:
     return (u.high, u.low)
 
 
+_OK = (grpc.StatusCode.OK, "")     # an update's entry in PendingWrite.errors until it fails
+
+
 @dataclass
 class PendingWrite:
     request: p4r.WriteRequest
@@ -194,21 +197,20 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             store = dev.store
             if store is None:
                 raise P4RuntimeError(grpc.StatusCode.FAILED_PRECONDITION, "no pipeline")
-            ops: list = []
+            ops = libbsw.OpBatch()
             undo: list = []
-            table_updates: list[tuple[PendingWrite, int]] = []
             # direct counters/meters are set once the entries they belong to
             # are in the data plane: (write, update index, what to do)
             direct_after: list[tuple[PendingWrite, int, object]] = []
             direct = DirectResources(dev.pipeline)
             for pw in batch:
-                pw.errors = [(grpc.StatusCode.OK, "")] * len(pw.request.updates)
+                pw.errors = [_OK] * len(pw.request.updates)
                 for i, u in enumerate(pw.request.updates):
-                    kind = u.entity.WhichOneof("entity")
+                    entity = u.entity
+                    kind = entity.WhichOneof("entity")
                     try:
                         if kind == "table_entry":
-                            written = store.apply(u, ops, undo)
-                            table_updates.append((pw, i))
+                            written = store.apply_entry(u.type, entity.table_entry, ops, undo)
                             if written is not None:
                                 ts, stored = written
                                 if ts.map.direct_counter or ts.map.direct_meter:
@@ -233,8 +235,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                         pw.errors[i] = (e.code, e.message)
                     except libbsw.BswError as e:
                         pw.errors[i] = (grpc.StatusCode.INTERNAL, str(e))
-            keep: list = []
-            ops += store.rebuild_ops(keep)
+            store.add_rebuilds(ops)
             committed = False
             try:
                 dev.pipeline.table_commit(ops)
@@ -246,11 +247,12 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                     fn()
                 store.clear_pending()
                 code = grpc.StatusCode.RESOURCE_EXHAUSTED if e.errno == 28 else grpc.StatusCode.INTERNAL
-                for pw, i in table_updates:
-                    if pw.errors[i][0] == grpc.StatusCode.OK:
-                        pw.errors[i] = (code, f"pipeline commit failed: {e}")
+                for pw in batch:
+                    for i, u in enumerate(pw.request.updates):
+                        if pw.errors[i] is _OK and u.entity.WhichOneof("entity") == "table_entry":
+                            pw.errors[i] = (code, f"pipeline commit failed: {e}")
             for pw, i, fn in direct_after:
-                if pw.errors[i][0] != grpc.StatusCode.OK:
+                if pw.errors[i] is not _OK:
                     continue
                 if not committed and pw.request.updates[i].entity.WhichOneof("entity") == "table_entry":
                     continue

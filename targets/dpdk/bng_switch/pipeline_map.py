@@ -57,6 +57,28 @@ class ActionMap:
     swx_name: str
     swx_id: int = -1
     params: dict[int, ParamMap] = field(default_factory=dict)
+    # (param id, bitwidth, bytes, byte order) in P4Info id order, which is
+    # the order of the action data; set by PipelineMap.bind
+    layout: tuple[tuple[int, int, int, str], ...] = ()
+
+    def data_from_params(self, params, data_size: int) -> bytes | None:
+        """The action data for the params of a P4Runtime Action, when each
+        is given once, in P4Info order, and fits its bitwidth (what clients
+        send); None for anything else, which the caller's checked path then
+        explains. One pass without the checked path's dicts: this runs for
+        every table write."""
+        layout = self.layout
+        if len(params) != len(layout):
+            return None
+        parts = []
+        for p, (pid, bits, n, order) in zip(params, layout):
+            raw = p.value
+            v = int.from_bytes(raw, "big")
+            if p.param_id != pid or not raw or v >> bits:
+                return None
+            parts.append(v.to_bytes(n, order))
+        data = b"".join(parts)
+        return data if len(data) == data_size else data.ljust(data_size, b"\0")
 
     def encode(self, values: dict[int, int], data_size: int) -> bytes:
         data = bytearray(data_size)
@@ -87,6 +109,36 @@ class TableMap:
     # (0 is the miss / default action), see DirectResources.index
     direct_counter: CounterMap | None = None
     direct_meter: MeterMap | None = None
+    # all-exact tables: (field id, bitwidth, bytes, byte order, byte offset)
+    # by field id; set by PipelineMap.bind
+    exact_layout: tuple[tuple[int, int, int, str, int], ...] = ()
+    exact_contiguous: bool = False         # the fields fill the key in id order
+
+    def exact_key(self, match) -> tuple[tuple, bytes] | None:
+        """(canonical key, key bytes) of an all-exact table's match, when it
+        names every field once, in P4Info id order, each with a value that
+        fits (what clients send); None for anything else, which the checked
+        path then explains. The canonical key is the checked path's."""
+        layout = self.exact_layout
+        if len(match) != len(layout) or not layout:
+            return None
+        canon = []
+        parts = []
+        for fm, (fid, bits, n, order, _) in zip(match, layout):
+            raw = fm.exact.value          # empty for another match kind
+            v = int.from_bytes(raw, "big")
+            if fm.field_id != fid or not raw or v >> bits:
+                return None
+            canon.append((fid, v))
+            parts.append(v.to_bytes(n, order))
+        if self.exact_contiguous:
+            key = b"".join(parts)
+        else:
+            buf = bytearray(self.key_size)
+            for part, (_, _, n, _, off) in zip(parts, layout):
+                buf[off:off + n] = part
+            key = bytes(buf)
+        return tuple(canon), key
 
 
 @dataclass
@@ -339,12 +391,21 @@ class PipelineMap:
                     arg = pipeline.action_arg_info(a.swx_id, idx)
                     p.swx_bits, p.network_order, p.offset = arg.n_bits, bool(arg.is_network_byte_order), off
                     off += arg.n_bits // 8
+                a.layout = tuple((p.id, p.bitwidth, p.swx_bits // 8, "big" if p.network_order else "little")
+                                 for p in sorted(a.params.values(), key=lambda p: p.id))
             t.swx_id = swx_tables[t.swx_name]
             ti = pipeline.table_info(t.swx_id)
             t.is_exact, t.key_size, t.data_size = bool(ti.is_exact), ti.key_size, ti.action_data_size
-            for f, idx in zip(sorted(t.fields.values(), key=lambda f: f.id), range(len(t.fields))):
+            by_id = sorted(t.fields.values(), key=lambda f: f.id)
+            for idx, f in enumerate(by_id):
                 mf = pipeline.match_field_info(t.swx_id, idx)
                 f.swx_bits, f.is_header, f.offset = mf.n_bits, bool(mf.is_header), mf.byte_offset
                 if f.swx_bits < f.bitwidth:
                     raise MappingError(f"table {t.name} field {f.name}: {f.bitwidth} bits in P4Info, "
                                        f"{f.swx_bits} in the pipeline")
+            if by_id and all(f.match_type == MT.EXACT for f in by_id):
+                t.exact_layout = tuple((f.id, f.bitwidth, f.swx_bits // 8, "big" if f.is_header else "little",
+                                        f.offset) for f in by_id)
+                ends = [f.offset for f in by_id[1:]] + [t.key_size]
+                t.exact_contiguous = by_id[0].offset == 0 and all(
+                    f.offset + f.swx_bits // 8 == end for f, end in zip(by_id, ends))

@@ -70,10 +70,12 @@ def _without_direct(te: p4r.TableEntry) -> p4r.TableEntry:
     return out
 
 
-@dataclass
-class StoredEntry:
-    proto: p4r.TableEntry
-    swx: libbsw.EntryBytes
+@dataclass(slots=True)
+class StoredEntry(libbsw.EntryBytes):
+    """An entry as the pipeline holds it (the EntryBytes fields, which the
+    ops carry) and as P4Runtime wrote it (what Read returns). One object per
+    entry, not two: 100k of them stay alive."""
+    proto: p4r.TableEntry | None = None
     meter_config: p4r.MeterConfig | None = None   # its direct meter's, as written
 
 
@@ -104,10 +106,10 @@ class TableStore:
 
     def _match(self, t: TableMap, entry: p4r.TableEntry) -> tuple[tuple, bytes, bytes | None, int]:
         """Canonical key (dict key), key bytes, mask bytes (wildcard tables), SWX priority."""
-        if len(t.fields) == 1 and t.is_exact and len(entry.match) == 1 and not entry.priority:
-            fast = self._match_one_exact(t, entry.match[0])
+        if t.exact_layout and not entry.priority:
+            fast = t.exact_key(entry.match)
             if fast is not None:
-                return fast
+                return fast[0], fast[1], None, 0
         seen: dict[int, p4r.FieldMatch] = {}
         for fm in entry.match:
             if fm.field_id not in t.fields:
@@ -182,22 +184,14 @@ class TableStore:
             raise _invalid(f"table {t.name}: priority must be 0 for a table without ternary/optional fields")
         return tuple(canon), bytes(key), (bytes(mask) if mask is not None else None), prio
 
-    @staticmethod
-    def _match_one_exact(t: TableMap, fm: p4r.FieldMatch):
-        """The common per-subscriber case: one exact field. None: take the
-        general path (which produces the error message)."""
-        f = t.fields.get(fm.field_id)
-        if f is None or fm.WhichOneof("field_match_type") != "exact":
-            return None
-        v = int.from_bytes(fm.exact.value, "big")
-        if not fm.exact.value or v >> f.bitwidth:
-            return None
-        key = f.encode(v)
-        if len(key) != t.key_size:
-            key = bytes(f.offset) + key + bytes(t.key_size - f.offset - len(key))
-        return ((f.id, v),), key, None, 0
-
     def _action(self, t: TableMap, entry: p4r.TableEntry, for_default: bool) -> tuple[int, bytes]:
+        a = entry.action.action             # an empty Action for an action profile member
+        am = t.actions.get(a.action_id)
+        if am is not None and a.action_id in (t.default_action_ids if for_default else t.entry_action_ids):
+            data = am.data_from_params(a.params, t.data_size)
+            if data is not None:
+                return am.swx_id, data
+        # the checked path: what is wrong, in the spec's terms
         act = entry.action
         kind = act.WhichOneof("type")
         if kind is None:
@@ -240,69 +234,76 @@ class TableStore:
                 raise _invalid(f"table {t.name}: meter_config given, but the table has no direct meter")
             check_meter_config(te.meter_config, f"table {t.name} meter_config")
 
-    def apply(self, update: p4r.Update, ops: list, undo: list) -> tuple[TableState, StoredEntry | None] | None:
+    def apply(self, update: p4r.Update, ops: libbsw.OpBatch,
+              undo: list) -> tuple[TableState, StoredEntry | None] | None:
         """Check one table update against the store, record it and its op.
 
         `undo` gets closures that restore the store if the batch's commit
         fails in the pipeline. Returns the table and the entry written (None
         for the default entry) for an insert or modify, whose direct
         resources are set once the batch is committed; None for a delete."""
-        te = update.entity.table_entry
-        ts = self._table(te.table_id)
+        return self.apply_entry(update.type, update.entity.table_entry, ops, undo)
+
+    def apply_entry(self, kind: int, te: p4r.TableEntry, ops: libbsw.OpBatch,
+                    undo: list) -> tuple[TableState, StoredEntry | None] | None:
+        """apply() for an update's type and table entry. This runs once per
+        update of every Write: it is the table manager's hot path, hence the
+        local names and the single HasField test."""
+        ts = self.tables.get(te.table_id) or self._table(te.table_id)   # the latter raises NOT_FOUND
         t = ts.map
-        if update.type != Update.DELETE:
+        has_direct = te.HasField("counter_data") or te.HasField("meter_config")
+        if has_direct and kind != Update.DELETE:
             self._check_direct(t, te)
         if te.is_default_action:
-            self._apply_default(ts, update, ops, undo)
+            self._apply_default(ts, kind, te, ops, undo)
             return ts, None
         canon, key, mask, prio = self._match(t, te)
         old = ts.entries.get(canon)
-        if update.type == Update.INSERT:
+        if kind == Update.INSERT:
             if old is not None:
                 raise P4RuntimeError(grpc.StatusCode.ALREADY_EXISTS, f"table {t.name}: entry already exists")
             if len(ts.entries) >= t.size:
                 raise P4RuntimeError(grpc.StatusCode.RESOURCE_EXHAUSTED, f"table {t.name} is full ({t.size})")
-        elif update.type in (Update.MODIFY, Update.DELETE):
+        elif kind in (Update.MODIFY, Update.DELETE):
             if old is None:
                 raise P4RuntimeError(grpc.StatusCode.NOT_FOUND, f"table {t.name}: no such entry")
         else:
             raise _invalid("update type unspecified")
 
-        if update.type == Update.DELETE:
-            del ts.entries[canon]
-            undo.append(lambda: ts.entries.__setitem__(canon, old))
+        entries = ts.entries
+        if kind == Update.DELETE:
+            del entries[canon]
+            undo.append(lambda: entries.__setitem__(canon, old))
             if t.is_exact:
-                ops.append(libbsw.Op(kind=libbsw.OP_DEL, table_id=t.swx_id, entry=old.swx.to_c(),
-                                     undo=old.swx.to_c()))
+                ops.delete(t.swx_id, old)
             else:
                 ts.rebuild_pending = True
             return None
 
         action_id, data = self._action(t, te, for_default=False)
-        swx = libbsw.EntryBytes(key, action_id, data, mask, prio)
         # The request's own message: upb keeps the request alive through it,
         # and nothing mutates a request after it is parsed.
-        stored = StoredEntry(_without_direct(te), swx)
-        if te.HasField("meter_config"):
-            stored.meter_config = te.meter_config
-        elif old is not None:
-            stored.meter_config = old.meter_config
-        ts.entries[canon] = stored
+        meter_config = old.meter_config if old is not None else None
+        if has_direct:
+            if te.HasField("meter_config"):
+                meter_config = te.meter_config
+            te = _without_direct(te)
+        stored = StoredEntry(key, action_id, data, mask, prio, te, meter_config)
+        entries[canon] = stored
         if old is None:
-            undo.append(lambda: ts.entries.pop(canon, None))
+            undo.append(lambda: entries.pop(canon, None))
         else:
-            undo.append(lambda: ts.entries.__setitem__(canon, old))
+            undo.append(lambda: entries.__setitem__(canon, old))
         if t.is_exact:
-            ops.append(libbsw.Op(kind=libbsw.OP_ADD, table_id=t.swx_id, entry=swx.to_c(),
-                                 undo=old.swx.to_c() if old else libbsw.Entry()))
+            ops.add(t.swx_id, stored, old)
         else:
             ts.rebuild_pending = True
         return ts, stored
 
-    def _apply_default(self, ts: TableState, update: p4r.Update, ops: list, undo: list) -> None:
+    def _apply_default(self, ts: TableState, kind: int, te: p4r.TableEntry, ops: libbsw.OpBatch,
+                       undo: list) -> None:
         t = ts.map
-        te = update.entity.table_entry
-        if update.type != Update.MODIFY:
+        if kind != Update.MODIFY:
             raise _invalid(f"table {t.name}: the default entry can only be modified")
         if te.match:
             raise _invalid(f"table {t.name}: the default entry has no match fields")
@@ -324,22 +325,16 @@ class TableStore:
             action_id, data = am.swx_id, am.encode(values, t.data_size)
             ts.default_proto = None
         undo.append(lambda: setattr(ts, "default_proto", old))
-        ops.append(libbsw.Op(kind=libbsw.OP_DEFAULT, table_id=t.swx_id,
-                             entry=libbsw.Entry(None, None, 0, action_id, data if data else None)))
+        ops.set_default(t.swx_id, action_id, data)
 
-    def rebuild_ops(self, keep: list) -> list:
-        """One REBUILD op per wildcard table changed in this batch."""
-        ops = []
+    def add_rebuilds(self, ops: libbsw.OpBatch) -> None:
+        """One REBUILD op per wildcard table changed since the last call, at
+        the end of the batch (after its exact-table ops)."""
         for ts in self.tables.values():
             if not ts.rebuild_pending:
                 continue
             ts.rebuild_pending = False
-            entries = [e.swx.to_c() for e in ts.entries.values()]
-            arr = (libbsw.Entry * max(1, len(entries)))(*entries)
-            keep.append((entries, arr))
-            ops.append(libbsw.Op(kind=libbsw.OP_REBUILD, table_id=ts.map.swx_id, entries=arr,
-                                 n_entries=len(entries)))
-        return ops
+            ops.rebuild(ts.map.swx_id, list(ts.entries.values()))
 
     def clear_pending(self) -> None:
         for ts in self.tables.values():

@@ -162,6 +162,26 @@ struct bsw_op {
 int bsw_table_commit(struct bsw_pipeline *bp, const struct bsw_op *ops, uint32_t n_ops,
 		     uint32_t *n_done);
 
+/* bsw_table_commit() for a batch serialized into one byte string, which is
+ * what the Python binding sends: building a ctypes bsw_op and its entries
+ * per update cost as much as checking the update. Host byte order, no
+ * padding. Each op is
+ *	u32 kind, u32 table_id, u32 n_entries (REBUILD; 0 otherwise)
+ * followed by n_entries packed entries for a REBUILD and two (entry, undo)
+ * for any other op. A packed entry is
+ *	u32 flags (BSW_PACKED_*), u32 priority, u32 action_id,
+ *	key (table key_size bytes) if BSW_PACKED_KEY,
+ *	key mask (key_size bytes) if BSW_PACKED_MASK,
+ *	action data (table action_data_size bytes) if BSW_PACKED_DATA;
+ * an absent field is a NULL pointer in the bsw_entry, and an entry with no
+ * flags is an absent undo. A buffer that does not hold exactly n_ops ops is
+ * refused with -EINVAL before anything is applied. */
+#define BSW_PACKED_KEY	1u
+#define BSW_PACKED_MASK	2u
+#define BSW_PACKED_DATA	4u
+int bsw_table_commit_packed(struct bsw_pipeline *bp, const uint8_t *buf, size_t len,
+			    uint32_t n_ops, uint32_t *n_done);
+
 /* The index p4c-dpdk's direct counters and meters use for the entry of an
  * exact-match table with this key (table key_size bytes): what the SWX
  * `entryid` instruction reads when a packet hits it, 1 + the entry's slot in

@@ -488,6 +488,108 @@ out:
 	return status;
 }
 
+/* A cursor over a packed batch (see bsw_table_commit_packed in bsw.h). */
+struct packed_reader {
+	const uint8_t *p;
+	const uint8_t *end;
+};
+
+static int
+packed_u32(struct packed_reader *r, uint32_t *v)
+{
+	if ((size_t)(r->end - r->p) < sizeof(*v))
+		return -1;
+	memcpy(v, r->p, sizeof(*v));
+	r->p += sizeof(*v);
+	return 0;
+}
+
+static int
+packed_bytes(struct packed_reader *r, size_t n, const uint8_t **out)
+{
+	if ((size_t)(r->end - r->p) < n)
+		return -1;
+	*out = r->p;
+	r->p += n;
+	return 0;
+}
+
+static int
+packed_entry(struct packed_reader *r, const struct bsw_table *t, struct bsw_entry *e)
+{
+	uint32_t flags;
+
+	memset(e, 0, sizeof(*e));
+	if (packed_u32(r, &flags) || packed_u32(r, &e->priority) || packed_u32(r, &e->action_id))
+		return -1;
+	if (flags & ~(BSW_PACKED_KEY | BSW_PACKED_MASK | BSW_PACKED_DATA))
+		return -1;
+	if ((flags & BSW_PACKED_KEY) && packed_bytes(r, t->params.key_size, &e->key))
+		return -1;
+	if ((flags & BSW_PACKED_MASK) && packed_bytes(r, t->params.key_size, &e->key_mask))
+		return -1;
+	if ((flags & BSW_PACKED_DATA) && packed_bytes(r, t->action_data_size, &e->action_data))
+		return -1;
+	return 0;
+}
+
+int
+bsw_table_commit_packed(struct bsw_pipeline *bp, const uint8_t *buf, size_t len,
+			uint32_t n_ops, uint32_t *n_done)
+{
+	struct packed_reader r = { buf, buf + len };
+	struct bsw_op *ops;
+	uint32_t i, k;
+	int status;
+
+	*n_done = 0;
+	ops = calloc(n_ops ? n_ops : 1, sizeof(*ops));
+	if (!ops)
+		return -ENOMEM;
+	for (i = 0; i < n_ops; i++) {
+		struct bsw_op *op = &ops[i];
+		const struct bsw_table *t;
+
+		if (packed_u32(&r, &op->kind) || packed_u32(&r, &op->table_id) ||
+		    packed_u32(&r, &op->n_entries) || op->table_id >= bp->n_tables)
+			goto bad;
+		t = &bp->tables[op->table_id];
+		if (op->kind == BSW_OP_REBUILD) {
+			struct bsw_entry *entries;
+
+			if (op->n_entries > t->params.n_keys_max)
+				goto bad;
+			entries = calloc(op->n_entries ? op->n_entries : 1, sizeof(*entries));
+			if (!entries) {
+				status = -ENOMEM;
+				goto out;
+			}
+			op->entries = entries;
+			for (k = 0; k < op->n_entries; k++)
+				if (packed_entry(&r, t, &entries[k]))
+					goto bad;
+		} else if (op->n_entries || packed_entry(&r, t, &op->entry) ||
+			   packed_entry(&r, t, &op->undo)) {
+			goto bad;
+		}
+	}
+	if (r.p != r.end)
+		goto bad;
+	status = bsw_table_commit(bp, ops, n_ops, n_done);
+	goto out;
+bad:
+	bsw_set_error("packed batch: op %u of %u is malformed or runs past the %zu bytes given",
+		      i, n_ops, len);
+	*n_done = i;
+	status = -EINVAL;
+out:
+	for (k = 0; k < n_ops; k++)
+		if (ops[k].kind == BSW_OP_REBUILD)
+			free((void *)(uintptr_t)ops[k].entries);
+	free(ops);
+	return status;
+}
+
 int
 bsw_table_entry_index(struct bsw_pipeline *bp, uint32_t table_id, const uint8_t *key,
 		      uint64_t *index)

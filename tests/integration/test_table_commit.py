@@ -1,0 +1,138 @@
+"""bsw_table_commit_packed() on a real pipeline: every op kind the Python
+side packs reaches the tables, and a malformed byte string is refused as a
+whole, with nothing applied.
+
+The pipeline is built in a child process (this file run as a script): DPDK's
+EAL can be set up once per process, and pytest's process is shared.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.root
+
+PROGRAM = "switch_test"
+
+
+def child() -> dict:
+    from google.protobuf import text_format
+    from p4.config.v1 import p4info_pb2
+
+    from bng_lab.switch_process import program_files
+    from bng_switch import libbsw, switch_config
+    from bng_switch.device import create_rings, decode_device_config
+    from bng_switch.pipeline_map import PipelineMap
+    from bng_switch.swx_spec import parse
+
+    p4info_path, dc = program_files(PROGRAM)
+    spec_text, context = decode_device_config(dc.read_bytes())
+    work = tempfile.mkdtemp(prefix="table-commit-")
+    spec_path = os.path.join(work, "p.spec")
+    Path(spec_path).write_text(spec_text)
+    cfg = switch_config.from_dict({"name": "tc", "work_dir": work, "ports": [], "workers": 1})
+    lib = libbsw.Library()
+    lib.eal_init(cfg.eal_argv())
+    lib.mempool_create(switch_config.MEMPOOL, 4096)
+    create_rings(lib, cfg)
+    p = lib.pipeline_build(spec_path, work, cfg.dpdk_include, [cfg.iospec(0)], "compiled-only")
+    pmap = PipelineMap(text_format.Parse(p4info_path.read_text(), p4info_pb2.P4Info()), parse(spec_text), context)
+    pmap.bind(p)
+    p.workers_start(200)
+
+    def table(suffix):
+        return next(t for t in pmap.tables.values() if t.name.endswith(suffix))
+
+    l2, route = table("l2_fwd"), table("ipv4_route")
+    fwd = next(a for a in l2.actions.values() if a.name.endswith("forward"))
+    rfwd = next(a for a in route.actions.values() if a.name.endswith("forward"))
+    field = next(iter(l2.fields.values()))
+
+    def key(mac: int) -> bytes:
+        return field.encode(mac)
+
+    def entry(mac: int, port: int) -> libbsw.EntryBytes:
+        return libbsw.EntryBytes(key(mac), fwd.swx_id, fwd.encode({1: port}, l2.data_size))
+
+    def present(mac: int) -> bool:
+        return p.table_entry_index(l2.swx_id, key(mac)) is not None
+
+    def commit_raw(buf: bytes, n_ops: int) -> str:
+        """Send a hand-made packed batch; the error it gets ('' if none)."""
+        import ctypes
+        arr = (ctypes.c_char * max(1, len(buf))).from_buffer(bytearray(buf or b"\0"))
+        n_done = ctypes.c_uint32()
+        try:
+            p._call("bsw_table_commit_packed", p.handle, arr, ctypes.c_size_t(len(buf)), n_ops,
+                    ctypes.byref(n_done))
+        except libbsw.BswError as e:
+            return f"{e.errno}: {e}"
+        return ""
+
+    out = {}
+    # Every op kind in one batch.
+    batch = libbsw.OpBatch()
+    batch.add(l2.swx_id, entry(1, 1), None)
+    batch.add(l2.swx_id, entry(2, 1), None)
+    batch.add(l2.swx_id, entry(2, 3), entry(2, 1))        # overwrite within the batch
+    batch.delete(l2.swx_id, entry(1, 1))
+    batch.set_default(l2.swx_id, fwd.swx_id, fwd.encode({1: 2}, l2.data_size))
+    route_key = (0x0A000000).to_bytes(route.key_size, "big")
+    batch.rebuild(route.swx_id, [libbsw.EntryBytes(route_key, rfwd.swx_id, rfwd.encode({1: 1}, route.data_size),
+                                                   (0xFF000000).to_bytes(route.key_size, "big"), 24)])
+    p.table_commit(batch)
+    out["after_every_kind"] = {"1": present(1), "2": present(2)}
+
+    # Malformed byte strings: refused whole, nothing applied.
+    good = libbsw.OpBatch()
+    good.add(l2.swx_id, entry(7, 1), None)
+    good.add(l2.swx_id, entry(8, 1), None)
+    buf = bytes(good.pack())
+    flags_at = 12                                   # the first entry's flags, after the op header
+    bad_flags = buf[:flags_at] + (8).to_bytes(4, sys.byteorder) + buf[flags_at + 4:]
+    bad_table = buf[:4] + (10_000).to_bytes(4, sys.byteorder) + buf[8:]
+    out["errors"] = {
+        "truncated": commit_raw(buf[:-1], 2),
+        "trailing": commit_raw(buf + b"\0", 2),
+        "too_few_ops": commit_raw(buf, 3),
+        "bad_flags": commit_raw(bad_flags, 2),
+        "bad_table": commit_raw(bad_table, 2),
+    }
+    out["after_errors"] = {"7": present(7), "8": present(8)}
+    out["good"] = commit_raw(buf, 2)
+    out["after_good"] = {"7": present(7), "8": present(8)}
+    p.free()
+    return out
+
+
+@pytest.fixture(scope="module")
+def result():
+    env = dict(os.environ)
+    r = subprocess.run([sys.executable, __file__], capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def test_every_op_kind_applies(result):
+    assert result["after_every_kind"] == {"1": False, "2": True}
+
+
+@pytest.mark.parametrize("case", ["truncated", "trailing", "too_few_ops", "bad_flags", "bad_table"])
+def test_malformed_batch_is_refused_whole(result, case):
+    assert result["errors"][case].startswith("22: bsw_table_commit_packed: packed batch")   # EINVAL
+    assert result["after_errors"] == {"7": False, "8": False}
+
+
+def test_the_same_batch_well_formed_applies(result):
+    assert result["good"] == ""
+    assert result["after_good"] == {"7": True, "8": True}
+
+
+if __name__ == "__main__":
+    print(json.dumps(child()))
