@@ -21,6 +21,7 @@ struct bsw_worker {
 	uint32_t lcore_id;
 	uint32_t idle_us;
 	int32_t nice;
+	struct bsw_rx_backoff *rx_backoff;	/* its instance's (bsw_rx_backoff.c) */
 	volatile uint64_t epoch;	/* incremented after every pipeline run */
 	volatile uint32_t idle;		/* 1: sleeping, no packet in flight */
 	volatile uint32_t running;
@@ -48,6 +49,7 @@ struct bsw_instance {
 	struct rte_ring *cpu_in;	/* pipeline -> controller */
 	struct rte_ring *cpu_out;	/* controller -> pipeline */
 	void *frame_length_ports;	/* wrapped input ports (bsw_frame_length.c) */
+	struct bsw_rx_backoff *rx_backoff;	/* wrapped input ports (bsw_rx_backoff.c) */
 };
 
 struct bsw_pipeline {
@@ -67,6 +69,14 @@ void bsw_tables_free(struct bsw_pipeline *bp);
 /* Drop the standby arrays: someone else (rte_swx_ctl) manages the tables now. */
 void bsw_tables_release(struct bsw_pipeline *bp);
 void bsw_workers_quiesce(struct bsw_pipeline *bp);
+
+/* Receive back-off (bsw_rx_backoff.c): wrap the instance's input ports,
+ * which then skip up to max_skip tries after empty receives (0: never; the
+ * default until bsw_rx_backoff_set). Reset: every port tried again now. */
+struct bsw_rx_backoff;
+int bsw_rx_backoff_enable(struct bsw_instance *inst);
+void bsw_rx_backoff_set(struct bsw_rx_backoff *b, uint32_t max_skip);
+void bsw_rx_backoff_reset(struct bsw_rx_backoff *b);
 
 /* Frame length prelude (bsw_frame_length.c): 1 when the spec declares it. */
 int bsw_spec_wants_frame_length(const char *spec_path);

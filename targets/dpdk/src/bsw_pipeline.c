@@ -226,6 +226,10 @@ bsw_pipeline_build(const char *spec_path, const char *work_dir, const char *incl
 			if (status)
 				goto error;
 		}
+		status = bsw_rx_backoff_enable(&bp->inst[i]);
+		if (status)
+			goto error;
+		bp->workers[i].rx_backoff = bp->inst[i].rx_backoff;
 	}
 
 	status = bsw_tables_init(bp);
@@ -253,6 +257,7 @@ bsw_pipeline_free(struct bsw_pipeline *bp)
 		if (bp->inst[i].p)
 			rte_swx_pipeline_free(bp->inst[i].p);
 		free(bp->inst[i].frame_length_ports);
+		free(bp->inst[i].rx_backoff);
 	}
 	free(bp);
 }

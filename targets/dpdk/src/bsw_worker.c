@@ -33,6 +33,9 @@
  * idle run is QUANTUM rx attempts, so this is the polling tail after the
  * last packet; QUIESCE_EPOCHS of them also finish any packet in flight. */
 #define EMPTY_RUNS_BEFORE_SLEEP 8
+/* Most tries an empty input port is skipped after empty receives while the
+ * worker runs (bsw_rx_backoff.c). */
+#define RX_BACKOFF_MAX_SKIP 64
 
 static uint64_t
 rx_total(struct rte_swx_pipeline *p, uint32_t n_ports_in)
@@ -93,6 +96,7 @@ worker_main(void *arg)
 			__atomic_store_n(&w->idle, 1, __ATOMIC_SEQ_CST);
 			usleep(sleep_us);
 			__atomic_store_n(&w->idle, 0, __ATOMIC_SEQ_CST);
+			bsw_rx_backoff_reset(w->rx_backoff);	/* the probe tries every port */
 			rte_swx_pipeline_run(w->p, probe);
 			rx = rx_total(w->p, pi.n_ports_in);
 			if (rx != last_rx) {
@@ -129,6 +133,8 @@ bsw_workers_start(struct bsw_pipeline *bp, uint32_t idle_us, int32_t nice)
 		w->lcore_id = lcore;
 		w->idle_us = idle_us;
 		w->nice = nice;
+		/* Pure polling (idle_us 0) keeps every try on every port. */
+		bsw_rx_backoff_set(w->rx_backoff, idle_us ? RX_BACKOFF_MAX_SKIP : 0);
 		w->stop = 0;
 		w->idle = 0;
 		w->running = 1;
