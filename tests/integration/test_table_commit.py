@@ -94,15 +94,25 @@ def child() -> dict:
     good.add(l2.swx_id, entry(7, 1), None)
     good.add(l2.swx_id, entry(8, 1), None)
     buf = bytes(good.pack())
+
+    def u32_at(b: bytes, at: int, value: int) -> bytes:
+        return b[:at] + value.to_bytes(4, sys.byteorder) + b[at + 4:]
+
     flags_at = 12                                   # the first entry's flags, after the op header
-    bad_flags = buf[:flags_at] + (8).to_bytes(4, sys.byteorder) + buf[flags_at + 4:]
-    bad_table = buf[:4] + (10_000).to_bytes(4, sys.byteorder) + buf[8:]
+    no_data = libbsw.OpBatch()                      # an ADD without the action data its table needs
+    no_data.add(l2.swx_id, libbsw.EntryBytes(key(7), fwd.swx_id, None), None)
+    huge_rebuild = libbsw.OpBatch()
+    huge_rebuild.rebuild(route.swx_id, [])
     out["errors"] = {
         "truncated": commit_raw(buf[:-1], 2),
         "trailing": commit_raw(buf + b"\0", 2),
         "too_few_ops": commit_raw(buf, 3),
-        "bad_flags": commit_raw(bad_flags, 2),
-        "bad_table": commit_raw(bad_table, 2),
+        "ops_cannot_fit": commit_raw(buf, 1000),
+        "bad_flags": commit_raw(u32_at(buf, flags_at, 8), 2),
+        "bad_table": commit_raw(u32_at(buf, 4, 10_000), 2),
+        "entries_on_add": commit_raw(u32_at(buf, 8, 1), 2),
+        "rebuild_too_big": commit_raw(u32_at(bytes(huge_rebuild.pack()), 8, 1 << 30) + buf, 3),
+        "add_without_data": commit_raw(bytes(no_data.pack()) + buf, 3),
     }
     out["after_errors"] = {"7": present(7), "8": present(8)}
     out["good"] = commit_raw(buf, 2)
@@ -123,9 +133,15 @@ def test_every_op_kind_applies(result):
     assert result["after_every_kind"] == {"1": False, "2": True}
 
 
-@pytest.mark.parametrize("case", ["truncated", "trailing", "too_few_ops", "bad_flags", "bad_table"])
-def test_malformed_batch_is_refused_whole(result, case):
-    assert result["errors"][case].startswith("22: bsw_table_commit_packed: packed batch")   # EINVAL
+@pytest.mark.parametrize("case,words", [
+    ("truncated", "runs past"), ("trailing", "1 bytes after its 2 ops"), ("too_few_ops", "runs past"),
+    ("ops_cannot_fit", "1000 ops cannot fit"), ("bad_flags", "op 0 of 2 is malformed"),
+    ("bad_table", "op 0 of 2 is malformed"), ("entries_on_add", "op 0 of 2 is malformed"),
+    ("rebuild_too_big", "op 0 of 3 is malformed"), ("add_without_data", "operation 0 is not valid"),
+])
+def test_malformed_batch_is_refused_whole(result, case, words):
+    assert result["errors"][case].startswith("22: bsw_table_commit_packed: ")   # EINVAL
+    assert words in result["errors"][case]
     assert result["after_errors"] == {"7": False, "8": False}
 
 

@@ -55,7 +55,18 @@ class FakePipeline:
     def table_commit(self, ops):
         if self.fail_next_commit is not None:
             errno, self.fail_next_commit = self.fail_next_commit, None
-            raise libbsw.BswError("bsw_table_commit", -errno, "injected failure")
+            raise libbsw.BswError("bsw_table_commit_packed", -errno, "injected failure")
+        # The packed format carries no lengths: a key or action data of the
+        # wrong size would put C out of step for the rest of the batch.
+        for op in ops.ops:
+            info = self.table_info(op.table_id)
+            for e in ([op.entry, op.undo] if op.entries is None else op.entries):
+                if e is None:
+                    continue
+                assert e.key is None or len(e.key) == info.key_size, (op, info.key_size)
+                assert e.key_mask is None or len(e.key_mask) == info.key_size, (op, info.key_size)
+                assert e.action_data is None or len(e.action_data) == info.action_data_size, (
+                    op, info.action_data_size)
         ops.pack()                       # what the real pipeline does with it
         self.commits.append(list(ops.ops))
 

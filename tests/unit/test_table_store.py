@@ -442,3 +442,87 @@ def test_direct_fields_are_checked(direct_env, table, field, words):
         store.apply(upd(p4r.Update.INSERT, e), [], [])
     assert err.value.code == grpc.StatusCode.INVALID_ARGUMENT and words in err.value.message
     assert list(store.read(te(table))) == []
+
+
+def test_failed_commit_fails_every_table_update_and_restores_the_store(env):
+    """P4RuntimeService._commit_batch when the pipeline refuses the batch
+    (ENOSPC): each table update not already refused gets RESOURCE_EXHAUSTED,
+    the refused one keeps its own error, and the store is as before; the
+    same writes then commit, with keys and data of the table's sizes."""
+    import threading
+    from types import SimpleNamespace
+
+    from bng_switch.p4runtime_service import P4RuntimeService, PendingWrite
+
+    store, fake = env
+
+    def request(*entries):
+        req = p4r.WriteRequest(device_id=1)
+        for e in entries:
+            req.updates.add(type=p4r.Update.INSERT).entity.table_entry.CopyFrom(e)
+        return req
+
+    first = PendingWrite(request(te(1, [(1, "exact", MAC)], 10, [(1, b"\x01")]),
+                                 te(99, [(1, "exact", MAC)], 10, [(1, b"\x01")]),
+                                 te(5, [(1, "exact", MAC), (2, "exact", b"\x03")], 13, [(1, b"\x01"), (2, b"\x02")])))
+    second = PendingWrite(request(te(2, [(1, "lpm", b"\x0a\x00\x00\x00", 8)], 11)))
+    service = SimpleNamespace(device=SimpleNamespace(lock=threading.Lock(), store=store, pipeline=fake),
+                              stats={"writes": 0, "updates": 0, "commits": 0})
+    fake.fail_next_commit = 28
+    P4RuntimeService._commit_batch(service, [first, second])
+    codes = [[code for code, _ in pw.errors] for pw in (first, second)]
+    assert codes == [[grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.NOT_FOUND,
+                      grpc.StatusCode.RESOURCE_EXHAUSTED], [grpc.StatusCode.RESOURCE_EXHAUSTED]]
+    assert "pipeline commit failed" in first.errors[0][1] and "table id 99" in first.errors[1][1]
+    assert all(not ts.entries for ts in store.tables.values()) and not fake.commits
+    assert not any(ts.rebuild_pending for ts in store.tables.values())
+
+    first, second = PendingWrite(first.request), PendingWrite(second.request)
+    P4RuntimeService._commit_batch(service, [first, second])
+    assert [code for code, _ in first.errors + second.errors] == [
+        grpc.StatusCode.OK, grpc.StatusCode.NOT_FOUND, grpc.StatusCode.OK, grpc.StatusCode.OK]
+    (ops,) = fake.commits
+    assert [op.kind for op in ops] == [libbsw.OP_ADD, libbsw.OP_ADD, libbsw.OP_REBUILD]
+
+
+def test_encoders_follow_the_pipeline_layout_not_the_declaration(env):
+    """A key whose fields the pipeline lays out in another order than their
+    P4Info ids (so the one-pass encoder writes each at its offset) and
+    action arguments in host order: the fast and checked paths agree."""
+    from google.protobuf import text_format
+
+    class ReorderedPipeline(FakePipeline):
+        def match_field_info(self, ti, fi):
+            info = super().match_field_info(ti, fi)
+            if self.tables[ti].name == "sessions":         # in_port first, then the MAC
+                info.byte_offset = 0 if fi == 1 else 4
+            return info
+
+        def action_arg_info(self, ai, arg):
+            info = super().action_arg_info(ai, arg)
+            info.is_network_byte_order = 0
+            return info
+
+    spec = swx_spec.parse(SPEC)
+    pmap = PipelineMap(text_format.Parse(P4INFO, p4info_pb2.P4Info()), spec)
+    pmap.bind(ReorderedPipeline(spec))
+    assert not pmap.tables[5].exact_contiguous
+    in_order = te(5, [(1, "exact", MAC), (2, "exact", b"\x01\x07")], 13, [(1, b"\x12\x34"), (2, b"\x01\x07")])
+    reordered = te(5, [(2, "exact", b"\x01\x07"), (1, "exact", MAC)], 13, [(2, b"\x01\x07"), (1, b"\x12\x34")])
+    got = [apply(TableStore(pmap), p4r.Update.INSERT, e)[0].entry for e in (in_order, reordered)]
+    assert got[0].key == (0x107).to_bytes(4, "little") + MAC
+    assert got[0].action_data == (0x1234).to_bytes(2, "little") + (0x107).to_bytes(4, "little")
+    assert (got[0].key, got[0].action_data) == (got[1].key, got[1].action_data)
+
+
+def test_refused_default_entry_write_leaves_its_meter_config_alone(direct_env):
+    """A default-entry MODIFY carrying a meter config and an action the
+    table does not have is refused, and the default meter config stays as
+    it was (the undo log only runs when a commit fails)."""
+    store, _ = direct_env
+    bad = te(1, [], 12, default=True)                      # drop is not an action of l2_fwd
+    bad.meter_config.cir, bad.meter_config.pir = 100, 200
+    with pytest.raises(P4RuntimeError) as e:
+        apply(store, p4r.Update.MODIFY, bad)
+    assert e.value.code == grpc.StatusCode.INVALID_ARGUMENT
+    assert store.tables[1].default_meter_config is None and store.tables[1].default_proto is None

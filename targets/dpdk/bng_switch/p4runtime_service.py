@@ -42,7 +42,7 @@ def _election_id(u: p4r.Uint128) -> tuple[int, int]:
     return (u.high, u.low)
 
 
-_OK = (grpc.StatusCode.OK, "")     # an update's entry in PendingWrite.errors until it fails
+_OK = (grpc.StatusCode.OK, "")     # an update's entry in PendingWrite.errors unless it fails
 
 
 @dataclass
@@ -249,10 +249,11 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                 code = grpc.StatusCode.RESOURCE_EXHAUSTED if e.errno == 28 else grpc.StatusCode.INTERNAL
                 for pw in batch:
                     for i, u in enumerate(pw.request.updates):
-                        if pw.errors[i] is _OK and u.entity.WhichOneof("entity") == "table_entry":
+                        if pw.errors[i][0] == grpc.StatusCode.OK and \
+                                u.entity.WhichOneof("entity") == "table_entry":
                             pw.errors[i] = (code, f"pipeline commit failed: {e}")
             for pw, i, fn in direct_after:
-                if pw.errors[i] is not _OK:
+                if pw.errors[i][0] != grpc.StatusCode.OK:
                     continue
                 if not committed and pw.request.updates[i].entity.WhichOneof("entity") == "table_entry":
                     continue

@@ -403,7 +403,7 @@ class PipelineMap:
                 if f.swx_bits < f.bitwidth:
                     raise MappingError(f"table {t.name} field {f.name}: {f.bitwidth} bits in P4Info, "
                                        f"{f.swx_bits} in the pipeline")
-            if by_id and all(f.match_type == MT.EXACT for f in by_id):
+            if t.is_exact and by_id and all(f.match_type == MT.EXACT for f in by_id):
                 t.exact_layout = tuple((f.id, f.bitwidth, f.swx_bits // 8, "big" if f.is_header else "little",
                                         f.offset) for f in by_id)
                 ends = [f.offset for f in by_id[1:]] + [t.key_size]

@@ -309,22 +309,23 @@ class TableStore:
             raise _invalid(f"table {t.name}: the default entry has no match fields")
         if t.const_default_action_id:
             raise P4RuntimeError(grpc.StatusCode.PERMISSION_DENIED, f"table {t.name}: default action is const")
-        old = ts.default_proto
-        old_meter = ts.default_meter_config
-        if te.HasField("meter_config"):
-            ts.default_meter_config = te.meter_config
-        undo.append(lambda: setattr(ts, "default_meter_config", old_meter))
+        # Everything is checked before the store changes: a refused update
+        # leaves nothing behind (the undo log only runs for failed commits).
         if te.HasField("action"):
             action_id, data = self._action(t, te, for_default=True)
-            ts.default_proto = _without_direct(te)
+            proto = _without_direct(te)
         else:  # reset to the program's default
             if t.initial_default is None:
                 raise _invalid(f"table {t.name}: no initial default action known")
             aid, values = t.initial_default
             am = t.actions[aid]
             action_id, data = am.swx_id, am.encode(values, t.data_size)
-            ts.default_proto = None
-        undo.append(lambda: setattr(ts, "default_proto", old))
+            proto = None
+        old, old_meter = ts.default_proto, ts.default_meter_config
+        ts.default_proto = proto
+        if te.HasField("meter_config"):
+            ts.default_meter_config = te.meter_config
+        undo.append(lambda: (setattr(ts, "default_proto", old), setattr(ts, "default_meter_config", old_meter)))
         ops.set_default(t.swx_id, action_id, data)
 
     def add_rebuilds(self, ops: libbsw.OpBatch) -> None:

@@ -70,9 +70,10 @@ void bsw_tables_free(struct bsw_pipeline *bp);
 void bsw_tables_release(struct bsw_pipeline *bp);
 void bsw_workers_quiesce(struct bsw_pipeline *bp);
 
-/* Receive back-off (bsw_rx_backoff.c): wrap the instance's input ports,
- * which then skip up to max_skip tries after empty receives (0: never; the
- * default until bsw_rx_backoff_set). Reset: every port tried again now. */
+/* Receive back-off (bsw_rx_backoff.c). enable: prepare it for the
+ * instance's input ports (as they are then); set, with the workers stopped:
+ * wrap the ports so they skip up to max_skip tries after empty receives, or
+ * unwrap them (0); reset: every port tried again from now. */
 struct bsw_rx_backoff;
 int bsw_rx_backoff_enable(struct bsw_instance *inst);
 void bsw_rx_backoff_set(struct bsw_rx_backoff *b, uint32_t max_skip);

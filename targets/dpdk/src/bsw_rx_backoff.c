@@ -18,7 +18,9 @@
  * unchanged; an idle port is looked at every max_skip-th try, which delays
  * the first packet after a quiet spell by at most max_skip tries of each
  * port (microseconds). The worker resets the skips before its probes while
- * sleeping, which must see every port (bsw_worker.c).
+ * sleeping, which must see every port (bsw_worker.c). The wrapper is put on
+ * the ports when the workers start with an idle back-off (idle_us > 0) and
+ * taken off for pure polling.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -37,6 +39,7 @@ struct rx_backoff_port {
 };
 
 struct bsw_rx_backoff {
+	struct rte_swx_pipeline *p;
 	uint32_t n_ports;
 	struct rx_backoff_port port[];
 };
@@ -69,12 +72,11 @@ bsw_rx_backoff_enable(struct bsw_instance *inst)
 	b = calloc(1, sizeof(*b) + p->n_ports_in * sizeof(b->port[0]));
 	if (!b)
 		return -ENOMEM;
+	b->p = p;
 	b->n_ports = p->n_ports_in;
 	for (i = 0; i < p->n_ports_in; i++) {
 		b->port[i].pkt_rx = p->in[i].pkt_rx;
 		b->port[i].obj = p->in[i].obj;
-		p->in[i].pkt_rx = rx_backoff_rx;
-		p->in[i].obj = &b->port[i];
 	}
 	inst->rx_backoff = b;
 	return 0;
@@ -88,9 +90,14 @@ bsw_rx_backoff_set(struct bsw_rx_backoff *b, uint32_t max_skip)
 	if (!b)
 		return;
 	for (i = 0; i < b->n_ports; i++) {
-		b->port[i].skip = 0;
-		b->port[i].next_skip = 0;
-		b->port[i].max_skip = max_skip;
+		struct rx_backoff_port *bp = &b->port[i];
+
+		bp->skip = 0;
+		bp->next_skip = 0;
+		bp->max_skip = max_skip;
+		/* Pure polling gets the ports as they were: not even the wrapper's call. */
+		b->p->in[i].pkt_rx = max_skip ? rx_backoff_rx : bp->pkt_rx;
+		b->p->in[i].obj = max_skip ? (void *)bp : bp->obj;
 	}
 }
 

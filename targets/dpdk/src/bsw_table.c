@@ -358,6 +358,22 @@ ops_check(struct bsw_pipeline *bp, const struct bsw_op *ops, uint32_t n_ops, uin
 		}
 		if (op->kind == BSW_OP_DEFAULT && t->action_data_size && !op->entry.action_data)
 			goto bad;
+		/* What the table copies must be there: the action data of an
+		 * added entry, of the entry a DEL or an overwriting ADD may
+		 * restore, and the keys and data of a rebuild's entries. */
+		if (t->action_data_size &&
+		    ((op->kind == BSW_OP_ADD && !op->entry.action_data) ||
+		     ((op->kind == BSW_OP_ADD || op->kind == BSW_OP_DEL) && op->undo.key &&
+		      !op->undo.action_data)))
+			goto bad;
+		if (op->kind == BSW_OP_REBUILD) {
+			uint32_t k;
+
+			for (k = 0; k < op->n_entries; k++)
+				if ((t->params.key_size && !op->entries[k].key) ||
+				    (t->action_data_size && !op->entries[k].action_data))
+					goto bad;
+		}
 	}
 	free(rebuilt);
 	return 0;
@@ -488,7 +504,10 @@ out:
 	return status;
 }
 
-/* A cursor over a packed batch (see bsw_table_commit_packed in bsw.h). */
+/* A cursor over a packed batch (see bsw_table_commit_packed in bsw.h). Each
+ * op header and each entry header is 12 bytes, which bounds what a buffer of
+ * a given length can hold before anything is allocated. */
+#define PACKED_HEADER_SIZE 12
 struct packed_reader {
 	const uint8_t *p;
 	const uint8_t *end;
@@ -543,9 +562,15 @@ bsw_table_commit_packed(struct bsw_pipeline *bp, const uint8_t *buf, size_t len,
 	int status;
 
 	*n_done = 0;
+	if (n_ops > len / PACKED_HEADER_SIZE) {
+		bsw_set_error("packed batch: %u ops cannot fit in %zu bytes", n_ops, len);
+		return -EINVAL;
+	}
 	ops = calloc(n_ops ? n_ops : 1, sizeof(*ops));
-	if (!ops)
+	if (!ops) {
+		bsw_set_error("packed batch: no memory for %u ops", n_ops);
 		return -ENOMEM;
+	}
 	for (i = 0; i < n_ops; i++) {
 		struct bsw_op *op = &ops[i];
 		const struct bsw_table *t;
@@ -557,10 +582,13 @@ bsw_table_commit_packed(struct bsw_pipeline *bp, const uint8_t *buf, size_t len,
 		if (op->kind == BSW_OP_REBUILD) {
 			struct bsw_entry *entries;
 
-			if (op->n_entries > t->params.n_keys_max)
+			if (op->n_entries > t->params.n_keys_max ||
+			    op->n_entries > (size_t)(r.end - r.p) / PACKED_HEADER_SIZE)
 				goto bad;
 			entries = calloc(op->n_entries ? op->n_entries : 1, sizeof(*entries));
 			if (!entries) {
+				bsw_set_error("packed batch: no memory for %u rebuild entries",
+					      op->n_entries);
 				status = -ENOMEM;
 				goto out;
 			}
@@ -573,8 +601,11 @@ bsw_table_commit_packed(struct bsw_pipeline *bp, const uint8_t *buf, size_t len,
 			goto bad;
 		}
 	}
-	if (r.p != r.end)
-		goto bad;
+	if (r.p != r.end) {
+		bsw_set_error("packed batch: %zu bytes after its %u ops", (size_t)(r.end - r.p), n_ops);
+		status = -EINVAL;
+		goto out;
+	}
 	status = bsw_table_commit(bp, ops, n_ops, n_done);
 	goto out;
 bad:

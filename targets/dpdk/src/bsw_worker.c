@@ -29,9 +29,10 @@
 #define QUIESCE_EPOCHS 4
 /* Runs between two output flushes while busy. */
 #define FLUSH_EVERY 64
-/* Consecutive runs that received nothing before the worker goes idle. An
- * idle run is QUANTUM rx attempts, so this is the polling tail after the
- * last packet; QUIESCE_EPOCHS of them also finish any packet in flight. */
+/* Consecutive runs that received nothing before the worker goes idle: the
+ * polling tail after the last packet; QUIESCE_EPOCHS of them also finish
+ * any packet in flight. An idle run is QUANTUM rx instructions, most of
+ * which skip their port (bsw_rx_backoff.c). */
 #define EMPTY_RUNS_BEFORE_SLEEP 8
 /* Most tries an empty input port is skipped after empty receives while the
  * worker runs (bsw_rx_backoff.c). */
@@ -86,9 +87,10 @@ worker_main(void *arg)
 		/* No packet for EMPTY_RUNS_BEFORE_SLEEP runs:
 		 * nothing is in flight, so the table manager may treat us as
 		 * quiescent while we sleep. Between sleeps, a probe: a run of a
-		 * few instructions, enough for an rx on every input port. An idle
-		 * full quantum would be a thousand rx attempts (a syscall each on
-		 * an af_packet/pcap port); probes make an idle worker nearly free.
+		 * few instructions, enough for two real receive tries on every
+		 * input port (the back-off is reset first). A full quantum per
+		 * wake would be far more tries, and on a libpcap port each one
+		 * is a syscall; probes keep an idle worker cheap.
 		 * Probe runs do not count as epochs: a packet a probe takes in
 		 * finishes in the full runs that follow, which do. */
 		sleep_us = 1;
