@@ -15,6 +15,7 @@ switch restart they come from memory. Either way the peers never notice.
 from __future__ import annotations
 
 import asyncio
+import collections
 import gc
 import hashlib
 import ipaddress
@@ -46,6 +47,10 @@ from .session_manager import SessionManager
 from .session_store import SessionStore
 
 log = logging.getLogger("bng.controller")
+
+# Packet-ins kept while the switch is being set up (a few seconds of
+# keepalives and discovery from tens of thousands of subscribers).
+EARLY_PACKET_INS_MAX = 50_000
 
 
 
@@ -103,6 +108,11 @@ class BngController:
         self._dataplane_cache: dict = {}
         self._nexthops_installed: set[int] = set()
         self.ready = asyncio.Event()     # connected, pipeline in place, switch reconciled
+        # Packet-ins that arrive before that (the packet channel opens first):
+        # handled once the sessions are restored, not answered from an empty
+        # session table (which would PADT every CPE whose keepalive came early).
+        self._early_packet_ins: collections.deque[PacketIn] = collections.deque()
+        self.early_packet_ins_dropped = 0
         self.started = time.time()
         self.l2tp = None          # l2tp.L2tpService when configured
         self.ipv6 = Ipv6Responder(self) if cfg.ipv6.enabled else None
@@ -293,6 +303,11 @@ class BngController:
         await self._reconcile(actual)
         await self._configure_meters(kept)
         self.ready.set()
+        early = self._early_packet_ins
+        if early:
+            log.info("handling %d packet-ins that came while the switch was being set up", len(early))
+        while early:
+            self._handle_packet_in(early.popleft())
         log.info("switch %s ready: %d sessions, pipeline %s", self.cfg.switch.address, len(self.sessions.subs),
                  "kept" if kept else "pushed")
 
@@ -347,6 +362,15 @@ class BngController:
 
     # ------------------------------------------------------------------
     def on_packet_in(self, pin: PacketIn) -> None:
+        if not self.ready.is_set():
+            if len(self._early_packet_ins) < EARLY_PACKET_INS_MAX:
+                self._early_packet_ins.append(pin)
+            else:
+                self.early_packet_ins_dropped += 1
+            return
+        self._handle_packet_in(pin)
+
+    def _handle_packet_in(self, pin: PacketIn) -> None:
         md = pin.metadata
         reason = self.punt_reasons.get(md.get("reason", 0), "UNKNOWN")
         self.punts[reason] = self.punts.get(reason, 0) + 1
@@ -425,7 +449,8 @@ class BngController:
     async def counters(self) -> dict:
         s = self.sessions
         out = {"controller": dict(sorted(s.counters.items())), "packet_in": dict(sorted(self.punts.items())),
-               "unhandled_punts": self.unhandled_punts, "p4runtime": dict(self.switch.stats),
+               "unhandled_punts": self.unhandled_punts, "early_packet_ins_dropped": self.early_packet_ins_dropped,
+               "p4runtime": dict(self.switch.stats),
                "writer": dict(self.switch.writer.stats), "arp": vars(self.arp.stats)}
         if self.switch.connected.is_set():
             out["dataplane"] = await self.dataplane_counters()
