@@ -183,7 +183,12 @@ def xl2tpd_with_a_wrong_secret(lab: LnsLab, name: str) -> tuple[dict, Xl2tpd]:
     x = start_xl2tpd(lab, name, [LacCall("carol", "alice@interop.test", "alice-secret")],
                      secret="not-the-secret", challenge=False)
     try:
-        x.wait_for("Connection closed to", 15)          # xl2tpd got a StopCCN
+        try:
+            x.wait_for("Connection closed to", 15)      # xl2tpd got a StopCCN
+        except ProcessError as e:                        # (seen once in a full run: what did our LNS see?)
+            raise AssertionError(f"{e}\nour LNS's l2tp counters: {lab.controller.api('counters')['l2tp']}\n"
+                                 f"its punts: {lab.controller.api('counters')['packet_in']}\n"
+                                 + "".join(lab.controller.output[-30:])) from e
         time.sleep(0.5)                                  # (its ack reaches us)
         return counters_delta(before, lab.controller.api("counters")["l2tp"]), x
     finally:
