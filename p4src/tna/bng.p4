@@ -68,11 +68,11 @@ control BngIngressTop(inout headers_t hdr, inout bng_meta_t meta,
                       inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
     Counter<bit<64>, bit<32>>(BNG_MAX_SESSIONS, CounterType_t.PACKETS_AND_BYTES) session_up;
     Counter<bit<64>, bit<32>>(BNG_MAX_SESSIONS, CounterType_t.PACKETS_AND_BYTES) session_down;
-    Counter<bit<64>, bit<32>>(32, CounterType_t.PACKETS_AND_BYTES) drops;
-    Counter<bit<64>, bit<32>>(32, CounterType_t.PACKETS_AND_BYTES) punts;
+    Counter<bit<64>, bit<8>>(32, CounterType_t.PACKETS_AND_BYTES) drops;
+    Counter<bit<64>, bit<8>>(32, CounterType_t.PACKETS_AND_BYTES) punts;
     Meter<bit<32>>(BNG_MAX_SESSIONS, MeterType_t.BYTES) session_meter_up;
     Meter<bit<32>>(BNG_MAX_SESSIONS, MeterType_t.BYTES) session_meter_down;
-    Meter<bit<32>>(32, MeterType_t.PACKETS) punt_meter;
+    Meter<bit<8>>(32, MeterType_t.PACKETS) punt_meter;
 
     BngIngress() bng;
 
@@ -103,12 +103,12 @@ control BngIngressTop(inout headers_t hdr, inout bng_meta_t meta,
                     session_down.count(meta.sess_idx);
                 }
             } else if (meta.verdict == Verdict_t.PUNT) {
-                color = punt_meter.execute((bit<32>) (bit<8>) meta.punt_reason);
+                color = punt_meter.execute((bit<8>) meta.punt_reason);
                 if (color == MeterColor_t.RED) {
                     meta.verdict = Verdict_t.DROP;
                     meta.drop_reason = DropReason_t.PUNT_POLICED;
                 } else {
-                    punts.count((bit<32>) (bit<8>) meta.punt_reason);
+                    punts.count((bit<8>) meta.punt_reason);
                 }
             }
 
@@ -123,7 +123,7 @@ control BngIngressTop(inout headers_t hdr, inout bng_meta_t meta,
                 hdr.packet_in._pad = 0;
                 ig_tm_md.ucast_egress_port = TOFINO_CPU_PORT;
             } else {
-                drops.count((bit<32>) (bit<8>) meta.drop_reason);
+                drops.count((bit<8>) meta.drop_reason);
                 ig_dprsr_md.drop_ctl = 1;
             }
             ig_tm_md.bypass_egress = 1;
