@@ -123,19 +123,25 @@ def compile_pna(prog: Program, p4c: str) -> None:
 
 def compile_tna(prog: Program, p4c: str) -> None:
     """p4c-barefoot to Tofino 1; keeps the P4Runtime/BF-RT outputs and the
-    resource summary (the device binary is not committed)."""
+    resource summary (the device binary is not committed). Everything is
+    written to a scratch folder first: the front end writes the P4Info and
+    BF-RT files before the back end can still fail, and outputs of a failed
+    compile must not land in p4src/build."""
     out = BUILD / prog.name
-    out.mkdir(parents=True, exist_ok=True)
     n = prog.name
     with tempfile.TemporaryDirectory() as work:
+        files = [f"{n}.p4info.txtpb", f"{n}.bfrt.json"]
         cmd = [p4c, "--target", "tofino", "--arch", "tna", "-I", str(P4SRC / "include"),
-               "--p4runtime-files", str(out / f"{n}.p4info.txtpb"),
-               "--bf-rt-schema", str(out / f"{n}.bfrt.json"),
+               "--p4runtime-files", os.path.join(work, files[0]),
+               "--bf-rt-schema", os.path.join(work, files[1]),
                "-o", work, str(prog.main)]
         print(" ".join(cmd))
         subprocess.run(cmd, check=True)
         logs = sorted(Path(work).rglob("mau.resources.log"))
         summary = logs[0].read_text() if logs else "(no mau.resources.log produced)\n"
+        out.mkdir(parents=True, exist_ok=True)
+        for f in files:
+            shutil.copyfile(os.path.join(work, f), out / f)
         (out / "resources.txt").write_text(summary)
     write_stamp(prog, p4c)
 
