@@ -139,18 +139,14 @@ def _avg(sizes: list[int]) -> float:
 
 def run_child(args) -> dict:
     """In a child process (it owns the EAL): the baseline and every role."""
-    from google.protobuf import text_format
-    from p4.config.v1 import p4info_pb2
     from scapy.layers.l2 import Ether
     from scapy.utils import wrpcap
 
     from bench.bench_dataplane import insert_update, make_pcap, measure_mpps
-    from bng_switch import libbsw, switch_config
-    from bng_switch.device import create_rings, decode_device_config
-    from bng_switch.pipeline_map import PipelineMap
-    from bng_switch.swx_spec import parse
-    from bng_switch.table_store import TableStore
+    from bng_lab.in_process import load_program, start_eal
     from bng_lab.switch_process import program_files
+    from bng_switch import libbsw, switch_config
+    from bng_switch.table_store import TableStore
 
     work = Path(tempfile.mkdtemp(prefix="bench-bng-"))
     pcap = work / "in.pcap"
@@ -158,18 +154,12 @@ def run_child(args) -> dict:
         "name": "bb", "work_dir": str(work), "workers": args.workers, "idle_us": 0,
         "mempool_mbufs": 8192 * args.workers,
         "ports": [{"id": PORT, "type": "pcap", "rx_pcap": str(pcap), "tx_pcap": "none"}]})
-    lib = libbsw.Library()
-    lib.eal_init(cfg.eal_argv())
-    lib.mempool_create(switch_config.MEMPOOL, cfg.mempool_mbufs)
-    create_rings(lib, cfg)
+    lib = start_eal(cfg)
     iospecs = [cfg.iospec(k) for k in range(args.workers)]
     mode = "compiled-only" if args.mode == "compiled" else "interpreted"
 
-    p4info_path, dc = program_files("bng")
-    spec_text, context = decode_device_config(dc.read_bytes())
-    spec_path = work / "bng.spec"
-    spec_path.write_text(spec_text)
-    p4info = text_format.Parse(p4info_path.read_text(), p4info_pb2.P4Info())
+    prog = load_program("bng", work, "bng.spec")
+    p4info_path, _ = program_files("bng")
     enums = json.loads((p4info_path.parent / "bng.enums.json").read_text())
     drop_names, punt_names = enums["DropReason_t"]["members"], enums["PuntReason_t"]["members"]
     step = max(1, args.sessions // args.flows)
@@ -186,9 +176,9 @@ def run_child(args) -> dict:
         for role in args.roles.split(","):
             pkts = frames(role, flows, size)
             wrpcap(str(pcap), [Ether(b) for b in pkts])
-            p = lib.pipeline_build(str(spec_path), str(work), cfg.dpdk_include, iospecs, mode)
+            p = lib.pipeline_build(str(prog.spec_path), str(work), cfg.dpdk_include, iospecs, mode)
             p.table_lookup_set((args.lookup or cfg.table_lookup) == "one-step")
-            pmap = PipelineMap(p4info, parse(spec_text), context)
+            pmap = prog.pipeline_map()
             pmap.bind(p)
             store = TableStore(pmap)
 

@@ -111,15 +111,9 @@ def run_modes(script: str, args, keys: tuple[str, ...]) -> dict | None:
 
 def run_child(args) -> dict:
     """In a child process (it owns the EAL): all measurements of one mode."""
-    from google.protobuf import text_format
-    from p4.config.v1 import p4info_pb2
-
+    from bng_lab.in_process import load_program, start_eal
     from bng_switch import libbsw, switch_config
-    from bng_switch.device import create_rings, decode_device_config
-    from bng_switch.pipeline_map import PipelineMap
-    from bng_switch.swx_spec import parse
     from bng_switch.table_store import TableStore
-    from bng_lab.switch_process import program_files
 
     work = Path(tempfile.mkdtemp(prefix="bench-dp-"))
     pcap = work / "in.pcap"
@@ -128,10 +122,7 @@ def run_child(args) -> dict:
         "name": "bd", "work_dir": str(work), "workers": args.workers, "idle_us": 0,
         "mempool_mbufs": 8192 * args.workers,
         "ports": [{"id": 1, "type": "pcap", "rx_pcap": str(pcap), "tx_pcap": "none"}]})
-    lib = libbsw.Library()
-    lib.eal_init(cfg.eal_argv())
-    lib.mempool_create(switch_config.MEMPOOL, cfg.mempool_mbufs)
-    create_rings(lib, cfg)
+    lib = start_eal(cfg)
     iospecs = [cfg.iospec(k) for k in range(args.workers)]
 
     def measure(p) -> float:
@@ -144,14 +135,11 @@ def run_child(args) -> dict:
         out["baseline"].append(measure(base))
     base.free()
 
-    p4info_path, dc = program_files(args.program)
-    spec_text, context = decode_device_config(dc.read_bytes())
-    spec_path = work / "p.spec"
-    spec_path.write_text(spec_text)
-    p = lib.pipeline_build(str(spec_path), str(work), cfg.dpdk_include, iospecs,
+    prog = load_program(args.program, work)
+    p = lib.pipeline_build(str(prog.spec_path), str(work), cfg.dpdk_include, iospecs,
                            "compiled-only" if args.mode == "compiled" else "interpreted")
     p.table_lookup_set(cfg.table_lookup == "one-step")   # as the switch runs it
-    pmap = PipelineMap(text_format.Parse(p4info_path.read_text(), p4info_pb2.P4Info()), parse(spec_text), context)
+    pmap = prog.pipeline_map()
     pmap.bind(p)
     store = TableStore(pmap)
 

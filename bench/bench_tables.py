@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -94,30 +93,19 @@ def bench_p4runtime(n: int, batch: int, streams: int) -> dict:
 
 def bench_in_process(n: int, batch: int) -> dict:
     """Runs in a child process: it owns a DPDK EAL."""
-    from google.protobuf import text_format
-    from p4.config.v1 import p4info_pb2
-
+    from bng_lab.in_process import load_program, start_eal
     from bng_switch import libbsw, switch_config
-    from bng_switch.device import create_rings, decode_device_config
-    from bng_switch.pipeline_map import PipelineMap
-    from bng_switch.swx_spec import parse
-    from bng_lab.switch_process import program_files
 
-    p4info_path, dc = program_files(PROGRAM)
-    spec_text, context = decode_device_config(dc.read_bytes())
     work = tempfile.mkdtemp(prefix="bench-tables-")
-    spec_path = os.path.join(work, "p.spec")
-    Path(spec_path).write_text(spec_text)
-    cfg = switch_config.from_dict({"name": "bt", "work_dir": work, "ports": [], "workers": 1})
-    lib = libbsw.Library()
-    lib.eal_init(cfg.eal_argv())
-    lib.mempool_create(switch_config.MEMPOOL, 4096)
-    create_rings(lib, cfg)
-    p4info = text_format.Parse(p4info_path.read_text(), p4info_pb2.P4Info())
+    prog = load_program(PROGRAM, Path(work))
+    spec_path = str(prog.spec_path)
+    cfg = switch_config.from_dict({"name": "bt", "work_dir": work, "ports": [], "workers": 1,
+                                   "mempool_mbufs": 4096})
+    lib = start_eal(cfg)
     results = {}
 
     # Ours, direct.
-    pmap = PipelineMap(p4info, parse(spec_text), context)
+    pmap = prog.pipeline_map()
     p = lib.pipeline_build(spec_path, work, cfg.dpdk_include, [cfg.iospec(0)], "compiled-only")
     pmap.bind(p)
     p.workers_start(200)

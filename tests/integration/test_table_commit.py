@@ -22,27 +22,16 @@ PROGRAM = "switch_test"
 
 
 def child() -> dict:
-    from google.protobuf import text_format
-    from p4.config.v1 import p4info_pb2
-
-    from bng_lab.switch_process import program_files
+    from bng_lab.in_process import load_program, start_eal
     from bng_switch import libbsw, switch_config
-    from bng_switch.device import create_rings, decode_device_config
-    from bng_switch.pipeline_map import PipelineMap
-    from bng_switch.swx_spec import parse
 
-    p4info_path, dc = program_files(PROGRAM)
-    spec_text, context = decode_device_config(dc.read_bytes())
     work = tempfile.mkdtemp(prefix="table-commit-")
-    spec_path = os.path.join(work, "p.spec")
-    Path(spec_path).write_text(spec_text)
-    cfg = switch_config.from_dict({"name": "tc", "work_dir": work, "ports": [], "workers": 1})
-    lib = libbsw.Library()
-    lib.eal_init(cfg.eal_argv())
-    lib.mempool_create(switch_config.MEMPOOL, 4096)
-    create_rings(lib, cfg)
-    p = lib.pipeline_build(spec_path, work, cfg.dpdk_include, [cfg.iospec(0)], "compiled-only")
-    pmap = PipelineMap(text_format.Parse(p4info_path.read_text(), p4info_pb2.P4Info()), parse(spec_text), context)
+    prog = load_program(PROGRAM, Path(work))
+    cfg = switch_config.from_dict({"name": "tc", "work_dir": work, "ports": [], "workers": 1,
+                                   "mempool_mbufs": 4096})
+    lib = start_eal(cfg)
+    p = lib.pipeline_build(str(prog.spec_path), work, cfg.dpdk_include, [cfg.iospec(0)], "compiled-only")
+    pmap = prog.pipeline_map()
     pmap.bind(p)
     p.workers_start(200)
 
