@@ -60,6 +60,8 @@ class PuntArpAndLocal(PuntTest):
     def runTest(self):
         self.insert("local_ipv4", {"addr": ip_int(BNG_IP)}, "set_local")
         self.insert("local_ipv4", {"addr": ip_int(GATEWAY_IP)}, "set_local")
+        # subscribers' packets find the BNG's addresses in the FIB (/32 set_local)
+        self.insert("fib_v4", {"dst_ipv4": (ip_int(GATEWAY_IP), 32)}, "set_local")
         arp = Ether(src=CORE_ROUTER_MAC, dst="ff:ff:ff:ff:ff:ff") / ARP(op=1, psrc="100.64.0.9", pdst=BNG_IP, hwsrc=CORE_ROUTER_MAC)
         self.expect_punt(CORE1, arp, "ARP")
         self.expect_drop(CORE1, Ether(src=CORE_ROUTER_MAC, dst="ff:ff:ff:ff:ff:ff")
@@ -71,6 +73,9 @@ class PuntArpAndLocal(PuntTest):
         self.install_pppoe_session(line_id=5)
         ping_gw = access_frame(self.pppoe_ip(IP(src=CLIENT_IP, dst=GATEWAY_IP) / ICMP()))
         self.expect_punt(ACCESS1, ping_gw, "LOCAL_IPV4", line_id=5, session_id=SESSION_ID)
+        # a gateway ping with TTL 1 is still for us, not TTL-expired
+        ping_ttl1 = access_frame(self.pppoe_ip(IP(src=CLIENT_IP, dst=GATEWAY_IP, ttl=1) / ICMP()))
+        self.expect_punt(ACCESS1, ping_ttl1, "LOCAL_IPV4", line_id=5, session_id=SESSION_ID)
 
 
 class PuntIpv6Control(PuntTest):

@@ -227,7 +227,7 @@ class BngController:
         for p in ports:
             out += t.port(p, mac)
         for a in sorted(self.local_v4 | (self.l2tp.local_addresses() if self.l2tp else set())):
-            out.append(t.local_ipv4(a))
+            out += [t.local_ipv4(a), t.local_route_v4(a)]
         if self.ipv6 is not None:
             out += [t.local_ipv6(a) for a in self.ipv6.local_addresses()]
         for pool in self.cfg.pools:

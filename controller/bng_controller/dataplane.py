@@ -72,6 +72,11 @@ class BngTables:
     def local_ipv4(self, addr: ipaddress.IPv4Address) -> p4r.TableEntry:
         return self.b.table_entry("local_ipv4", {"addr": int(addr)}, "set_local")
 
+    def local_route_v4(self, addr: ipaddress.IPv4Address) -> p4r.TableEntry:
+        """The same address as a /32 in the FIB: the data plane finds
+        subscribers' packets to the BNG there, not in local_ipv4."""
+        return self.b.table_entry("fib_v4", {"dst_ipv4": (int(addr), 32)}, "set_local")
+
     def local_ipv6(self, addr: ipaddress.IPv6Address) -> p4r.TableEntry:
         v = int(addr)
         return self.b.table_entry("local_ipv6", {"addr_hi": v >> 64, "addr_lo": v & ((1 << 64) - 1)},

@@ -179,16 +179,18 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
         meta.is_local = 1;
     }
 
-    /* A miss clears the flag: local_ipv4 is looked up twice for an LNS
-     * packet (outer and inner destination). */
     action set_not_local() {
         meta.is_local = 0;
     }
 
     /* The BNG's IPv4 addresses: L2TP endpoints, subscriber gateways, core
-     * interfaces. ARP for them and IPv4 to them are punted. */
+     * interfaces. ARP for them and IPv4 to them are punted. Looked up once,
+     * for the ARP target or the outer destination (the parser puts either in
+     * meta.local_ip); subscribers' packets to them are found by fib_v4, which
+     * holds each as a /32 with set_local (a table is applied once per packet
+     * on Tofino). */
     table local_ipv4 {
-        key = { meta.lookup_ipv4 : exact @name("addr"); }
+        key = { meta.local_ip : exact @name("addr"); }
         actions = { set_local; @defaultonly set_not_local; }
         const default_action = set_not_local();
         size = 1024;
@@ -311,9 +313,10 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
         meta.nexthop_id = 0;
     }
 
+    /* set_local: a /32 of one of the BNG's addresses (see local_ipv4). */
     table fib_v4 {
         key = { meta.lookup_ipv4 : lpm @name("dst_ipv4"); }
-        actions = { set_nexthop; @defaultonly no_route; }
+        actions = { set_nexthop; set_local; @defaultonly no_route; }
         const default_action = no_route();
         size = BNG_FIB_SIZE;
     }
@@ -358,7 +361,15 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
         bit<8> kind = KIND_NONE;
 
         /* ================= classification ================= */
-        if (meta.parsed_len > meta.frame_len) {
+        /* Each table is applied in one place (Tofino's rule): the lookups
+         * of several branches come first. */
+        if (hdr.ipv4.isValid() || hdr.ipv6.isValid()) {
+            my_station.apply();
+        }
+        if (hdr.ipv4.isValid() || hdr.arp.isValid()) {
+            local_ipv4.apply();
+        }
+        if (BNG_PAST_FRAME(meta.parsed_len)) {
             drop_for(DropReason_t.MALFORMED);          /* truncated */
         } else if (hdr.pppoe.isValid()) {
             /* ---- access side: PPPoE ---- */
@@ -368,14 +379,14 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
             meta.claim_len = meta.claim_len + meta.l2_len;  /* frame bytes PPPoE claims */
             if (!hdr.ppp.isValid()) {
                 /* discovery: PADI, PADO, PADR, PADS, PADT */
-                if (hdr.pppoe.ver_type != 0x11 || meta.claim_len > meta.frame_len) {
+                if (hdr.pppoe.ver_type != 0x11 || BNG_PAST_FRAME(meta.claim_len)) {
                     drop_for(DropReason_t.MALFORMED);
                 } else {
                     punt_for(PuntReason_t.PPPOE_DISCOVERY);
                 }
             } else if (hdr.pppoe.ver_type != 0x11 || hdr.pppoe.code != 0
                        || hdr.pppoe.session_id == 0 || hdr.pppoe.length < 2
-                       || meta.claim_len > meta.frame_len) {
+                       || BNG_PAST_FRAME(meta.claim_len)) {
                 drop_for(DropReason_t.MALFORMED);
             } else if (meta.line_id == 0) {
                 drop_for(DropReason_t.UNKNOWN_LINE);
@@ -428,8 +439,6 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
                 }
             }
         } else if (hdr.arp.isValid()) {
-            meta.lookup_ipv4 = hdr.arp.tpa;
-            local_ipv4.apply();
             if (meta.is_local == 1) {
                 punt_for(PuntReason_t.ARP);
             } else {
@@ -437,18 +446,16 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
             }
         } else if (hdr.ipv4.isValid()) {
             /* ---- core side: IPv4 (routed, downstream, L2TP) ---- */
-            my_station.apply();
             meta.claim_len = meta.claim_len + meta.l2_len;
             if (meta.my_station == 0) {
                 drop_for(DropReason_t.NOT_FOR_US);
-            } else if (hdr.ipv4.version_ihl != 0x45 || hdr.ipv4.total_len < 20
-                       || meta.claim_len > meta.frame_len) {
+            } else if (hdr.ipv4.version_ihl != 0x45 || BNG_PAST_FRAME(meta.claim_len)) {
                 drop_for(DropReason_t.MALFORMED);
-            } else if (meta.ipv4_csum_bad == 1) {
+            } else if (BNG_IPV4_LEN_BELOW_HEADER(hdr.ipv4.total_len)) {
+                drop_for(DropReason_t.MALFORMED);
+            } else if (BNG_IPV4_CSUM_BAD) {
                 drop_for(DropReason_t.BAD_CHECKSUM);
             } else {
-                meta.lookup_ipv4 = hdr.ipv4.dst_addr;
-                local_ipv4.apply();
                 if (meta.is_local == 1 && hdr.l2tp.isValid()) {
                     /* PPP carried = UDP length - UDP, L2TP and 0xff03 */
                     meta.ppp_len = meta.ppp_len + 20;
@@ -467,7 +474,7 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
                             meta.ppp_len = meta.ppp_len - 2;
                         }
                         /* a wrapped (negative) length is larger than the frame */
-                        if (meta.ppp_len < 2 || (bit<32>) meta.ppp_len > meta.frame_len) {
+                        if (meta.ppp_len < 2 || BNG_PAST_FRAME((bit<32>) meta.ppp_len)) {
                             drop_for(DropReason_t.MALFORMED);
                         } else {
                             meta.sess_bytes = (bit<32>) meta.ppp_len;
@@ -536,12 +543,11 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
             }
         } else if (hdr.ipv6.isValid()) {
             /* ---- core side: IPv6 ---- */
-            my_station.apply();
             meta.claim_len = meta.claim_len + 40;
             meta.claim_len = meta.claim_len + meta.l2_len;
             if (meta.my_station == 0 && meta.ipv6_class != IPV6_MULTICAST) {
                 drop_for(DropReason_t.NOT_FOR_US);
-            } else if (meta.ipv6_class == IPV6_BAD_VERSION || meta.claim_len > meta.frame_len) {
+            } else if (meta.ipv6_class == IPV6_BAD_VERSION || BNG_PAST_FRAME(meta.claim_len)) {
                 drop_for(DropReason_t.MALFORMED);
             } else {
                 local_ipv6.apply();
@@ -573,16 +579,8 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
 
         /* Subscriber upstream IP: checks shared by PPPoE and LNS sessions. */
         if (meta.job == JOB_ROUTE_UP_V4) {
-            meta.lookup_ipv4 = hdr.inner_ipv4.dst_addr;
-            local_ipv4.apply();
-            if (meta.inner_ipv4_csum_bad == 1) {
+            if (BNG_INNER_IPV4_CSUM_BAD) {
                 drop_for(DropReason_t.BAD_CHECKSUM);
-                meta.job = JOB_NONE;
-            } else if (meta.is_local == 1) {
-                punt_for(PuntReason_t.LOCAL_IPV4);    /* ping to the gateway */
-                meta.job = JOB_NONE;
-            } else if (hdr.inner_ipv4.ttl <= 1) {
-                punt_for(PuntReason_t.TTL_EXPIRED);
                 meta.job = JOB_NONE;
             }
         } else if (meta.job == JOB_ROUTE_UP_V6) {
@@ -603,16 +601,30 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
         /* ================= jobs: header rewrites ================= */
         if (meta.job == JOB_ROUTE_UP_V4 || meta.job == JOB_ROUTE_V4) {
             if (meta.job == JOB_ROUTE_UP_V4) {
-                strip_to_inner_ip();
-                hdr.inner_ipv4.ttl = hdr.inner_ipv4.ttl - 1;
-                meta.inner_ipv4_csum_update = 1;
                 meta.lookup_ipv4 = hdr.inner_ipv4.dst_addr;
+            } else {
+                meta.lookup_ipv4 = hdr.ipv4.dst_addr;
+            }
+            meta.is_local = 0;              /* an LNS packet's outer lookup set it */
+            fib_v4.apply();
+            if (meta.is_local == 1) {
+                /* a subscriber's ping to its gateway (core-side packets to
+                 * our addresses were punted by classification) */
+                punt_for(PuntReason_t.LOCAL_IPV4);
+                meta.job = JOB_NONE;
+            } else if (meta.job == JOB_ROUTE_UP_V4) {
+                if (hdr.inner_ipv4.ttl <= 1) {
+                    punt_for(PuntReason_t.TTL_EXPIRED);
+                    meta.job = JOB_NONE;
+                } else {
+                    strip_to_inner_ip();
+                    hdr.inner_ipv4.ttl = hdr.inner_ipv4.ttl - 1;
+                    meta.inner_ipv4_csum_update = 1;
+                }
             } else {
                 hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
                 meta.ipv4_csum_update = 1;
-                meta.lookup_ipv4 = hdr.ipv4.dst_addr;
             }
-            fib_v4.apply();
             meta.l3_type = ETHERTYPE_IPV4;
         } else if (meta.job == JOB_ROUTE_UP_V6 || meta.job == JOB_ROUTE_V6) {
             if (meta.job == JOB_ROUTE_UP_V6) {
@@ -751,7 +763,7 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
         if (meta.verdict == Verdict_t.FORWARD && meta.mss_clamp != 0 && hdr.tcp_mss.isValid()) {
             if ((hdr.tcp.flags & TCP_FLAG_SYN) != 0 && hdr.tcp_mss.kind == TCP_OPTION_MSS
                 && hdr.tcp_mss.len == 4) {
-                if (hdr.tcp_mss.mss > meta.mss_clamp) {
+                if (BNG_MSS_ABOVE_CLAMP) {
                     meta.mss_update = 1;
                 }
             }

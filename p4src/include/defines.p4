@@ -28,7 +28,7 @@ const port_t CPU_PORT = 0;
 
 /* Parser hooks for architectures whose checksum units live in the parser
  * (Tofino): declarations inside BngParser, and statements run right after
- * the outer IPv4, inner IPv4 and TCP MSS headers are extracted. Empty by
+ * the outer IPv4, inner IPv4, TCP and TCP MSS headers are extracted. Empty by
  * default: the PNA top checksums in its control instead. */
 #ifndef BNG_PARSER_CHECKSUMS
 #define BNG_PARSER_CHECKSUMS
@@ -39,13 +39,64 @@ const port_t CPU_PORT = 0;
 #ifndef BNG_PARSED_INNER_IPV4
 #define BNG_PARSED_INNER_IPV4
 #endif
+#ifndef BNG_PARSED_TCP
+#define BNG_PARSED_TCP
+#endif
 #ifndef BNG_PARSED_TCP_MSS
 #define BNG_PARSED_TCP_MSS
 #endif
 
+/* The parser's length accounting (meta.parsed_len, l2_len, l2tp_len), one
+ * statement per extracted header. SWX extracts without bounds checks, so the
+ * PNA build needs these sums to drop truncated frames. Tofino's parser can
+ * only deposit constants and packet bytes, not add: the TNA top defines this
+ * empty, drops on the parser's own error flag instead, and derives l2tp_len
+ * from which L2TP fields are valid. */
+#ifndef BNG_PARSER_ADD
+#define BNG_PARSER_ADD(field, n) field = field + (n);
+#endif
+
+/* True when `len` bytes run past the end of the received frame. */
+#ifndef BNG_PAST_FRAME
+#define BNG_PAST_FRAME(len) ((len) > meta.frame_len)
+#endif
+
+/* Whether an IPv4 total length is shorter than the option-less header.
+ * Tofino's gateways range-compare at most 12 bits of a field: the TNA top
+ * spells it as masks (below 16, or 16 to 19). */
+#ifndef BNG_IPV4_LEN_BELOW_HEADER
+#define BNG_IPV4_LEN_BELOW_HEADER(len) ((len) < 20)
+#endif
+
+/* Whether the outer / inner IPv4 header checksum is wrong, as the top found
+ * it (meta.*ipv4_csum_bad). Tofino's parser cannot negate verify(): the TNA
+ * top keeps "sum is right" in those fields and redefines these. */
+#ifndef BNG_IPV4_CSUM_BAD
+#define BNG_IPV4_CSUM_BAD (meta.ipv4_csum_bad == 1)
+#endif
+#ifndef BNG_INNER_IPV4_CSUM_BAD
+#define BNG_INNER_IPV4_CSUM_BAD (meta.inner_ipv4_csum_bad == 1)
+#endif
+
+/* Whether a SYN's MSS option exceeds the session's clamp. Tofino's gateways
+ * compare a field only with a constant: the TNA top defines this true and
+ * compares after the core, by subtraction. */
+#ifndef BNG_MSS_ABOVE_CLAMP
+#define BNG_MSS_ABOVE_CLAMP (hdr.tcp_mss.mss > meta.mss_clamp)
+#endif
+
+/* A VLAN tag's id into a lookup key: the TCI without PCP and DEI. */
+#ifndef BNG_PARSER_VID
+#define BNG_PARSER_VID(field, tci) field = (tci) & 0x0fff;
+#endif
+
 /* Table and extern sizes: 64k sessions (PPPoE and L2TP together). */
+#ifndef BNG_MAX_SESSIONS
 #define BNG_MAX_SESSIONS 65536
+#endif
+#ifndef BNG_MAX_LINES
 #define BNG_MAX_LINES 65536
+#endif
 #define BNG_MAX_TUNNELS 4096
 #define BNG_MAX_NEXTHOPS 1024
 #define BNG_FIB_SIZE 1024

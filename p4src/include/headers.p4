@@ -235,7 +235,7 @@ struct bng_meta_t {
     /* l2tp_session (local_ip, peer_ip, tunnel_id, session_id),
      * pppoe_session (session_id, src_mac, line_id), pppoe_up_v4 (+ src_ipv4),
      * ipv4_antispoof (src_ipv4, sess_idx), ipv6_antispoof (sess_idx, src_v6_hi) */
-    bit<32> local_ip;         /* outer IPv4 destination */
+    bit<32> local_ip;         /* outer IPv4 destination, or ARP target (local_ipv4) */
     bit<32> peer_ip;          /* outer IPv4 source */
     bit<16> tunnel_id;        /* L2TP tunnel id */
     bit<16> session_id;       /* PPPoE session id or L2TP session id */

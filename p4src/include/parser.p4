@@ -47,9 +47,9 @@ parser BngParser(packet_in pkt, inout headers_t hdr, inout bng_meta_t meta) {
     /* A single tag is the line's s-tag (c_vid 0); QinQ gives both. */
     state parse_s_tag {
         pkt.extract(hdr.s_tag);
-        meta.parsed_len = meta.parsed_len + 4;
-        meta.l2_len = meta.l2_len + 4;
-        meta.s_vid = hdr.s_tag.tci & 0x0fff;
+        BNG_PARSER_ADD(meta.parsed_len, 4)
+        BNG_PARSER_ADD(meta.l2_len, 4)
+        BNG_PARSER_VID(meta.s_vid, hdr.s_tag.tci)
         transition select(hdr.s_tag.ether_type) {
             ETHERTYPE_VLAN: parse_c_tag;
             ETHERTYPE_PPPOE_DISCOVERY: parse_pppoe_discovery;
@@ -63,9 +63,9 @@ parser BngParser(packet_in pkt, inout headers_t hdr, inout bng_meta_t meta) {
 
     state parse_c_tag {
         pkt.extract(hdr.c_tag);
-        meta.parsed_len = meta.parsed_len + 4;
-        meta.l2_len = meta.l2_len + 4;
-        meta.c_vid = hdr.c_tag.tci & 0x0fff;
+        BNG_PARSER_ADD(meta.parsed_len, 4)
+        BNG_PARSER_ADD(meta.l2_len, 4)
+        BNG_PARSER_VID(meta.c_vid, hdr.c_tag.tci)
         transition select(hdr.c_tag.ether_type) {
             ETHERTYPE_PPPOE_DISCOVERY: parse_pppoe_discovery;
             ETHERTYPE_PPPOE_SESSION: parse_pppoe_session;
@@ -78,7 +78,7 @@ parser BngParser(packet_in pkt, inout headers_t hdr, inout bng_meta_t meta) {
 
     state parse_pppoe_discovery {
         pkt.extract(hdr.pppoe);
-        meta.parsed_len = meta.parsed_len + 6;
+        BNG_PARSER_ADD(meta.parsed_len, 6)
         meta.claim_len = (bit<32>) hdr.pppoe.length;
         meta.session_id = hdr.pppoe.session_id;
         transition accept;
@@ -87,7 +87,7 @@ parser BngParser(packet_in pkt, inout headers_t hdr, inout bng_meta_t meta) {
     state parse_pppoe_session {
         pkt.extract(hdr.pppoe);
         pkt.extract(hdr.ppp);
-        meta.parsed_len = meta.parsed_len + 8;
+        BNG_PARSER_ADD(meta.parsed_len, 8)
         meta.claim_len = (bit<32>) hdr.pppoe.length;
         meta.session_id = hdr.pppoe.session_id;
         transition select(hdr.ppp.protocol) {
@@ -99,7 +99,8 @@ parser BngParser(packet_in pkt, inout headers_t hdr, inout bng_meta_t meta) {
 
     state parse_arp {
         pkt.extract(hdr.arp);
-        meta.parsed_len = meta.parsed_len + 28;
+        meta.local_ip = hdr.arp.tpa;
+        BNG_PARSER_ADD(meta.parsed_len, 28)
         transition accept;
     }
 
@@ -108,7 +109,7 @@ parser BngParser(packet_in pkt, inout headers_t hdr, inout bng_meta_t meta) {
     state parse_ipv4 {
         pkt.extract(hdr.ipv4);
         BNG_PARSED_IPV4
-        meta.parsed_len = meta.parsed_len + 20;
+        BNG_PARSER_ADD(meta.parsed_len, 20)
         meta.claim_len = (bit<32>) hdr.ipv4.total_len;
         meta.local_ip = hdr.ipv4.dst_addr;
         meta.peer_ip = hdr.ipv4.src_addr;
@@ -149,7 +150,7 @@ parser BngParser(packet_in pkt, inout headers_t hdr, inout bng_meta_t meta) {
 
     state extract_ipv6 {
         pkt.extract(hdr.ipv6);
-        meta.parsed_len = meta.parsed_len + 40;
+        BNG_PARSER_ADD(meta.parsed_len, 40)
         meta.claim_len = (bit<32>) hdr.ipv6.payload_len;
         transition select(hdr.ipv6.next_hdr) {
             IP_PROTO_TCP: parse_tcp;
@@ -159,7 +160,7 @@ parser BngParser(packet_in pkt, inout headers_t hdr, inout bng_meta_t meta) {
 
     state parse_udp {
         pkt.extract(hdr.udp);
-        meta.parsed_len = meta.parsed_len + 8;
+        BNG_PARSER_ADD(meta.parsed_len, 8)
         meta.ppp_len = hdr.udp.length;
         transition parse_l2tp;
     }
@@ -168,7 +169,7 @@ parser BngParser(packet_in pkt, inout headers_t hdr, inout bng_meta_t meta) {
      * parsed through their optional Length, Ns/Nr and Offset fields. */
     state parse_l2tp {
         pkt.extract(hdr.l2tp);
-        meta.parsed_len = meta.parsed_len + 2;
+        BNG_PARSER_ADD(meta.parsed_len, 2)
         meta.l2tp_len = 2;
         transition select(hdr.l2tp.version, hdr.l2tp.flags) {
             (L2TP_VERSION &&& L2TP_VERSION_MASK, L2TP_FLAG_T &&& L2TP_FLAG_T): l2tp_control;
@@ -190,15 +191,15 @@ parser BngParser(packet_in pkt, inout headers_t hdr, inout bng_meta_t meta) {
 
     state extract_l2tp_length {
         pkt.extract(hdr.l2tp_length);
-        meta.parsed_len = meta.parsed_len + 2;
-        meta.l2tp_len = meta.l2tp_len + 2;
+        BNG_PARSER_ADD(meta.parsed_len, 2)
+        BNG_PARSER_ADD(meta.l2tp_len, 2)
         transition parse_l2tp_ids;
     }
 
     state parse_l2tp_ids {
         pkt.extract(hdr.l2tp_ids);
-        meta.parsed_len = meta.parsed_len + 4;
-        meta.l2tp_len = meta.l2tp_len + 4;
+        BNG_PARSER_ADD(meta.parsed_len, 4)
+        BNG_PARSER_ADD(meta.l2tp_len, 4)
         meta.tunnel_id = hdr.l2tp_ids.tunnel_id;
         meta.session_id = hdr.l2tp_ids.session_id;
         transition select(hdr.l2tp.flags) {
@@ -209,8 +210,8 @@ parser BngParser(packet_in pkt, inout headers_t hdr, inout bng_meta_t meta) {
 
     state parse_l2tp_seq {
         pkt.extract(hdr.l2tp_seq);
-        meta.parsed_len = meta.parsed_len + 4;
-        meta.l2tp_len = meta.l2tp_len + 4;
+        BNG_PARSER_ADD(meta.parsed_len, 4)
+        BNG_PARSER_ADD(meta.l2tp_len, 4)
         transition parse_l2tp_offset;
     }
 
@@ -225,8 +226,8 @@ parser BngParser(packet_in pkt, inout headers_t hdr, inout bng_meta_t meta) {
      * the core as unsupported (no LAC we know of sends one). */
     state extract_l2tp_offset {
         pkt.extract(hdr.l2tp_offset);
-        meta.parsed_len = meta.parsed_len + 2;
-        meta.l2tp_len = meta.l2tp_len + 2;
+        BNG_PARSER_ADD(meta.parsed_len, 2)
+        BNG_PARSER_ADD(meta.l2tp_len, 2)
         transition select(hdr.l2tp_offset.offset_size) {
             0: parse_l2tp_ppp;
             default: l2tp_offset_unsupported;
@@ -247,13 +248,13 @@ parser BngParser(packet_in pkt, inout headers_t hdr, inout bng_meta_t meta) {
 
     state parse_ppp_ac {
         pkt.extract(hdr.ppp_ac);
-        meta.parsed_len = meta.parsed_len + 2;
+        BNG_PARSER_ADD(meta.parsed_len, 2)
         transition parse_l2tp_ppp_protocol;
     }
 
     state parse_l2tp_ppp_protocol {
         pkt.extract(hdr.ppp);
-        meta.parsed_len = meta.parsed_len + 2;
+        BNG_PARSER_ADD(meta.parsed_len, 2)
         transition select(hdr.ppp.protocol) {
             PPP_IPV4: parse_inner_ipv4;
             PPP_IPV6: parse_inner_ipv6;
@@ -264,7 +265,7 @@ parser BngParser(packet_in pkt, inout headers_t hdr, inout bng_meta_t meta) {
     state parse_inner_ipv4 {
         pkt.extract(hdr.inner_ipv4);
         BNG_PARSED_INNER_IPV4
-        meta.parsed_len = meta.parsed_len + 20;
+        BNG_PARSER_ADD(meta.parsed_len, 20)
         meta.inner_len = hdr.inner_ipv4.total_len;
         meta.src_ipv4 = hdr.inner_ipv4.src_addr;
         transition select(hdr.inner_ipv4.version_ihl, hdr.inner_ipv4.flags_frag,
@@ -301,7 +302,7 @@ parser BngParser(packet_in pkt, inout headers_t hdr, inout bng_meta_t meta) {
 
     state extract_inner_ipv6 {
         pkt.extract(hdr.inner_ipv6);
-        meta.parsed_len = meta.parsed_len + 40;
+        BNG_PARSER_ADD(meta.parsed_len, 40)
         meta.inner_len = hdr.inner_ipv6.payload_len;
         meta.src_v6_hi = hdr.inner_ipv6.src_hi;
         transition select(hdr.inner_ipv6.next_hdr) {
@@ -313,7 +314,8 @@ parser BngParser(packet_in pkt, inout headers_t hdr, inout bng_meta_t meta) {
     /* MSS is looked at only when the TCP header has options. */
     state parse_tcp {
         pkt.extract(hdr.tcp);
-        meta.parsed_len = meta.parsed_len + 20;
+        BNG_PARSED_TCP
+        BNG_PARSER_ADD(meta.parsed_len, 20)
         transition select(hdr.tcp.data_offset) {
             0x50 &&& 0xf0: accept;
             default: parse_tcp_mss;
@@ -323,7 +325,7 @@ parser BngParser(packet_in pkt, inout headers_t hdr, inout bng_meta_t meta) {
     state parse_tcp_mss {
         pkt.extract(hdr.tcp_mss);
         BNG_PARSED_TCP_MSS
-        meta.parsed_len = meta.parsed_len + 4;
+        BNG_PARSER_ADD(meta.parsed_len, 4)
         transition accept;
     }
 }

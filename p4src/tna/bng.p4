@@ -1,13 +1,21 @@
 /*
  * The BNG for Tofino (TNA). Only this file differs from the DPDK build: it
- * maps Tofino's intrinsic metadata to the core, and holds the counters and
- * meters in their TNA flavour (lengths come from the hardware).
+ * maps Tofino's intrinsic metadata to the core, holds the counters and
+ * meters in their TNA flavour (lengths come from the hardware), and fills
+ * the core's hooks (defines.p4) with what Tofino's parser, gateways and
+ * deparser can do.
  *
  * Tofino gives ingress no frame length, so meta.frame_len is 0xffff and
- * the core's truncation checks pass; the MAC drops runt frames instead.
+ * the core's length-against-frame checks are left out (BNG_PAST_FRAME); a
+ * header running past the frame's end sets the parser's error flag, which
+ * the top drops as MALFORMED.
  */
 #include <core.p4>
+#if __TARGET_TOFINO__ == 2
+#include <t2na.p4>
+#else
 #include <tna.p4>
+#endif
 
 /* Tofino's checksum units: IPv4 header checksums are verified as the
  * headers are parsed (verify() is true when the sum is right); for MSS
@@ -17,33 +25,59 @@
     Checksum() ipv4_checksum; \
     Checksum() inner_ipv4_checksum; \
     Checksum() tcp_checksum;
+/* The parser cannot negate verify(): the *_csum_bad fields hold "sum is
+ * right" here, hence the two conditions below. */
 #define BNG_PARSED_IPV4 \
     ipv4_checksum.add(hdr.ipv4); \
-    meta.ipv4_csum_bad = (bit<8>) (bit<1>) !ipv4_checksum.verify();
+    meta.ipv4_csum_bad[0:0] = (bit<1>) ipv4_checksum.verify();
 #define BNG_PARSED_INNER_IPV4 \
     inner_ipv4_checksum.add(hdr.inner_ipv4); \
-    meta.inner_ipv4_csum_bad = (bit<8>) (bit<1>) !inner_ipv4_checksum.verify();
+    meta.inner_ipv4_csum_bad[0:0] = (bit<1>) inner_ipv4_checksum.verify();
+#define BNG_IPV4_CSUM_BAD (meta.ipv4_csum_bad == 0)
+#define BNG_INNER_IPV4_CSUM_BAD (meta.inner_ipv4_csum_bad == 0)
+#define BNG_PARSED_TCP \
+    tcp_checksum.subtract({hdr.tcp.checksum});
 #define BNG_PARSED_TCP_MSS \
-    tcp_checksum.subtract({hdr.tcp.checksum, hdr.tcp_mss.mss}); \
+    tcp_checksum.subtract({hdr.tcp_mss.mss}); \
     tcp_checksum.subtract_all_and_deposit(meta.tcp_csum_residual);
+/* No additions in Tofino's parser (see defines.p4): l2tp_len comes from
+ * the l2tp_header_len table below; the VLAN id is a slice, not a mask. */
+#define BNG_PARSER_ADD(field, n)
+#define BNG_PARSER_VID(field, tci) field = (bit<16>) tci[11:0];
+#define BNG_PAST_FRAME(len) false
+/* Gateways compare a field only with a constant: BngIngressTop clamps
+ * with saturating arithmetic instead. */
+#define BNG_MSS_ABOVE_CLAMP true
+#define BNG_IPV4_LEN_BELOW_HEADER(len) (((len) & 0xfff0) == 0 || ((len) & 0xfffc) == 16)
 
 #include "../include/bng.p4"
+
+/* The core's metadata plus what only Tofino needs: its deparser takes a
+ * checksum-update condition only as a 1-bit field, the core's flags are
+ * whole bytes (SWX metadata). */
+struct tna_meta_t {
+    bng_meta_t bng;
+    bit<1> ipv4_csum_update;
+    bit<1> inner_ipv4_csum_update;
+    bit<1> mss_update;
+    bit<16> mss_excess;
+}
 
 /* The CPU PCIe port of a Tofino 1 (pipe 0). */
 const PortId_t TOFINO_CPU_PORT = 192;
 
-parser BngIngressParser(packet_in pkt, out headers_t hdr, out bng_meta_t meta,
+parser BngIngressParser(packet_in pkt, out headers_t hdr, out tna_meta_t md,
                         out ingress_intrinsic_metadata_t ig_intr_md) {
     BngParser() bng_parser;
 
     state start {
         pkt.extract(ig_intr_md);
         pkt.advance(PORT_METADATA_SIZE);
-        meta.frame_len = 0xffff;
-        meta.ipv4_csum_bad = 0;
-        meta.inner_ipv4_csum_bad = 0;
-        meta.tcp_csum_residual = 0;
-        meta.in_port = (port_t) ig_intr_md.ingress_port;
+        md.bng.frame_len = 0xffff;
+        md.bng.ipv4_csum_bad = 0;
+        md.bng.inner_ipv4_csum_bad = 0;
+        md.bng.tcp_csum_residual = 0;
+        md.bng.in_port = (port_t) ig_intr_md.ingress_port;
         transition select(ig_intr_md.ingress_port) {
             TOFINO_CPU_PORT: parse_packet_out;
             default: parse_bng;
@@ -56,12 +90,12 @@ parser BngIngressParser(packet_in pkt, out headers_t hdr, out bng_meta_t meta,
     }
 
     state parse_bng {
-        bng_parser.apply(pkt, hdr, meta);
+        bng_parser.apply(pkt, hdr, md.bng);
         transition accept;
     }
 }
 
-control BngIngressTop(inout headers_t hdr, inout bng_meta_t meta,
+control BngIngressTop(inout headers_t hdr, inout tna_meta_t md,
                       in ingress_intrinsic_metadata_t ig_intr_md,
                       in ingress_intrinsic_metadata_from_parser_t ig_prsr_md,
                       inout ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md,
@@ -76,54 +110,105 @@ control BngIngressTop(inout headers_t hdr, inout bng_meta_t meta,
 
     BngIngress() bng;
 
+    action set_l2tp_len(bit<16> len) {
+        md.bng.l2tp_len = len;
+    }
+
+    /* L2TP data header bytes by its optional fields (Length, Ns/Nr,
+     * Offset Size): the sum the PNA parser keeps, in one lookup rather
+     * than three dependent additions. */
+    table l2tp_header_len {
+        key = {
+            hdr.l2tp_length.isValid() : exact @name("has_length");
+            hdr.l2tp_seq.isValid()    : exact @name("has_seq");
+            hdr.l2tp_offset.isValid() : exact @name("has_offset");
+        }
+        actions = { set_l2tp_len; }
+        const entries = {
+            (false, false, false) : set_l2tp_len(6);
+            (true,  false, false) : set_l2tp_len(8);
+            (false, true,  false) : set_l2tp_len(10);
+            (true,  true,  false) : set_l2tp_len(12);
+            (false, false, true)  : set_l2tp_len(8);
+            (true,  false, true)  : set_l2tp_len(10);
+            (false, true,  true)  : set_l2tp_len(12);
+            (true,  true,  true)  : set_l2tp_len(14);
+        }
+        const default_action = set_l2tp_len(6);
+        size = 8;
+    }
+
     apply {
         if (hdr.packet_out.isValid()) {
             ig_tm_md.ucast_egress_port = (PortId_t) hdr.packet_out.egress_port[8:0];
             hdr.packet_out.setInvalid();
             ig_tm_md.bypass_egress = 1;
         } else {
-            /* meta.*ipv4_csum_bad: set by the parser (BNG_PARSED_*) */
-            bng.apply(hdr, meta);
-            if (meta.mss_update == 1) {
-                hdr.tcp_mss.mss = meta.mss_clamp;   /* TCP checksum: deparser */
+            l2tp_header_len.apply();
+            bng.apply(hdr, md.bng);
+            if (ig_prsr_md.parser_err != PARSER_ERROR_OK) {
+                /* a header ran past the frame's end (the PNA build's
+                 * parsed_len check) */
+                md.bng.verdict = Verdict_t.DROP;
+                md.bng.drop_reason = DropReason_t.MALFORMED;
+            }
+            md.ipv4_csum_update = 0;
+            md.inner_ipv4_csum_update = 0;
+            md.mss_update = 0;
+            if (md.bng.ipv4_csum_update == 1) {
+                md.ipv4_csum_update = 1;
+            }
+            if (md.bng.inner_ipv4_csum_update == 1) {
+                md.inner_ipv4_csum_update = 1;
+            }
+            if (md.bng.mss_update == 1) {
+                /* BNG_MSS_ABOVE_CLAMP is true here: the MSS becomes
+                 * min(mss, clamp) without a comparison (a gateway cannot
+                 * compare two fields), as mss - (mss - clamp saturated at 0).
+                 * An unchanged MSS gets its checksum recomputed unchanged. */
+                md.mss_excess = hdr.tcp_mss.mss |-| md.bng.mss_clamp;
+                md.mss_update = 1;                     /* TCP checksum: deparser */
+            }
+            if (md.mss_update == 1) {
+                hdr.tcp_mss.mss = hdr.tcp_mss.mss - md.mss_excess;
             }
             bit<8> color = 0;
-            if (meta.verdict == Verdict_t.FORWARD && meta.sess_idx != 0) {
-                if (meta.direction == Direction_t.UPSTREAM) {
-                    color = session_meter_up.execute(meta.sess_idx);
+            if (md.bng.verdict == Verdict_t.FORWARD && md.bng.sess_idx != 0) {
+                if (md.bng.direction == Direction_t.UPSTREAM) {
+                    color = session_meter_up.execute(md.bng.sess_idx);
                 } else {
-                    color = session_meter_down.execute(meta.sess_idx);
+                    color = session_meter_down.execute(md.bng.sess_idx);
                 }
                 if (color == MeterColor_t.RED) {
-                    meta.verdict = Verdict_t.DROP;
-                    meta.drop_reason = DropReason_t.POLICER;
-                } else if (meta.direction == Direction_t.UPSTREAM) {
-                    session_up.count(meta.sess_idx);
+                    md.bng.verdict = Verdict_t.DROP;
+                    md.bng.drop_reason = DropReason_t.POLICER;
+                } else if (md.bng.direction == Direction_t.UPSTREAM) {
+                    session_up.count(md.bng.sess_idx);
                 } else {
-                    session_down.count(meta.sess_idx);
+                    session_down.count(md.bng.sess_idx);
                 }
-            } else if (meta.verdict == Verdict_t.PUNT) {
-                color = punt_meter.execute((bit<8>) meta.punt_reason);
+            } else if (md.bng.verdict == Verdict_t.PUNT) {
+                color = punt_meter.execute((bit<8>) md.bng.punt_reason);
                 if (color == MeterColor_t.RED) {
-                    meta.verdict = Verdict_t.DROP;
-                    meta.drop_reason = DropReason_t.PUNT_POLICED;
+                    md.bng.verdict = Verdict_t.DROP;
+                    md.bng.drop_reason = DropReason_t.PUNT_POLICED;
                 } else {
-                    punts.count((bit<8>) meta.punt_reason);
+                    punts.count((bit<8>) md.bng.punt_reason);
                 }
             }
 
-            if (meta.verdict == Verdict_t.FORWARD) {
-                ig_tm_md.ucast_egress_port = (PortId_t) meta.out_port[8:0];
-            } else if (meta.verdict == Verdict_t.PUNT) {
+            if (md.bng.verdict == Verdict_t.FORWARD) {
+                ig_tm_md.ucast_egress_port = (PortId_t) md.bng.out_port[8:0];
+            } else if (md.bng.verdict == Verdict_t.PUNT) {
                 hdr.packet_in.setValid();
-                hdr.packet_in.ingress_port = meta.in_port;
-                hdr.packet_in.line_id = meta.line_id;
-                hdr.packet_in.session_id = meta.session_id;
-                hdr.packet_in.reason = meta.punt_reason;
+                hdr.packet_in.ingress_port = (port_t) ig_intr_md.ingress_port;
+                hdr.packet_in.line_id = md.bng.line_id;
+                hdr.packet_in.session_id = md.bng.session_id;
+                hdr.packet_in.reason = md.bng.punt_reason;
                 hdr.packet_in._pad = 0;
                 ig_tm_md.ucast_egress_port = TOFINO_CPU_PORT;
             } else {
-                drops.count((bit<8>) meta.drop_reason);
+                drops.count((bit<8>) md.bng.drop_reason);
                 ig_dprsr_md.drop_ctl = 1;
             }
             ig_tm_md.bypass_egress = 1;
@@ -131,21 +216,21 @@ control BngIngressTop(inout headers_t hdr, inout bng_meta_t meta,
     }
 }
 
-control BngIngressDeparser(packet_out pkt, inout headers_t hdr, in bng_meta_t meta,
+control BngIngressDeparser(packet_out pkt, inout headers_t hdr, in tna_meta_t md,
                            in ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md) {
     Checksum() ipv4_csum;
     Checksum() inner_ipv4_csum;
     Checksum() tcp_csum;
 
     apply {
-        if (meta.ipv4_csum_update == 1) {
+        if (md.ipv4_csum_update == 1) {
             hdr.ipv4.checksum = ipv4_csum.update({IPV4_CHECKSUM_FIELDS(hdr.ipv4)});
         }
-        if (meta.inner_ipv4_csum_update == 1) {
+        if (md.inner_ipv4_csum_update == 1) {
             hdr.inner_ipv4.checksum = inner_ipv4_csum.update({IPV4_CHECKSUM_FIELDS(hdr.inner_ipv4)});
         }
-        if (meta.mss_update == 1) {
-            hdr.tcp.checksum = tcp_csum.update({hdr.tcp_mss.mss, meta.tcp_csum_residual});
+        if (md.mss_update == 1) {
+            hdr.tcp.checksum = tcp_csum.update({hdr.tcp_mss.mss, md.bng.tcp_csum_residual});
         }
         pkt.emit(hdr.packet_in);
         pkt.emit(hdr.ethernet);
