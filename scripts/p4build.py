@@ -6,8 +6,10 @@ PNA programs (p4c-dpdk): <program>.spec (SWX pipeline), .p4info.txtpb,
 SetForwardingPipelineConfig carries: spec + context) and, where the program
 names an `enums` file, .enums.json (every `enum bit<N>` of it, so the
 controller reads punt/drop codes from the build instead of repeating them).
-TNA programs (p4c-barefoot): .p4info.txtpb, .bfrt.json, .context.json and
-resources.txt (the compiler's stage/table summary).
+TNA programs (p4c-barefoot, for the program's `target`: tofino or tofino2):
+.p4info.txtpb, .bfrt.json, .context.json where p4c's assembler (bfas) is
+installed, and resources.txt (per MAU stage: tables, RAMs, ALUs, made from
+the compiler's resources.json).
 
 Each build directory has a STAMP: the SHA-256 of the sources the outputs came
 from. `--check` recomputes it, so a test fails when someone edits a source
@@ -47,12 +49,18 @@ class Program:
     main: Path
     source_dirs: list[Path]
     enums: Path | None
+    target: str = "tofino"       # TNA programs: p4c-barefoot --target
+
+
+def tofino_args(prog: Program) -> list[str]:
+    """p4c-barefoot's target and architecture for a TNA-family program."""
+    return ["--target", prog.target, "--arch", "t2na" if prog.target == "tofino2" else "tna"]
 
 
 def programs() -> dict[str, Program]:
     spec = yaml.safe_load((P4SRC / "programs.yaml").read_text())
     return {name: Program(name, p["arch"], P4SRC / p["main"], [P4SRC / d for d in p["sources"]],
-                          P4SRC / p["enums"] if p.get("enums") else None)
+                          P4SRC / p["enums"] if p.get("enums") else None, p.get("target", "tofino"))
             for name, p in spec.items()}
 
 
@@ -122,7 +130,8 @@ def compile_pna(prog: Program, p4c: str) -> None:
 
 
 def compile_tna(prog: Program, p4c: str) -> None:
-    """p4c-barefoot to Tofino 1; keeps the P4Runtime/BF-RT outputs and the
+    """p4c-barefoot to the program's Tofino target; keeps the P4Runtime and
+    BF-RT outputs, the driver context where the assembler made one, and the
     resource summary (the device binary is not committed). Everything is
     written to a scratch folder first: the front end writes the P4Info and
     BF-RT files before the back end can still fail, and outputs of a failed
@@ -131,19 +140,57 @@ def compile_tna(prog: Program, p4c: str) -> None:
     n = prog.name
     with tempfile.TemporaryDirectory() as work:
         files = [f"{n}.p4info.txtpb", f"{n}.bfrt.json"]
-        cmd = [p4c, "--target", "tofino", "--arch", "tna", "-I", str(P4SRC / "include"),
+        cmd = [p4c, "-g", *tofino_args(prog), "-I", str(P4SRC / "include"),
                "--p4runtime-files", os.path.join(work, files[0]),
                "--bf-rt-schema", os.path.join(work, files[1]),
                "-o", work, str(prog.main)]
         print(" ".join(cmd))
         subprocess.run(cmd, check=True)
-        logs = sorted(Path(work).rglob("mau.resources.log"))
-        summary = logs[0].read_text() if logs else "(no mau.resources.log produced)\n"
+        resources = next(Path(work).rglob("resources.json"))
+        summary = resource_summary(json.loads(resources.read_text()), prog.target)
+        context = next(Path(work).rglob("context.json"))
         out.mkdir(parents=True, exist_ok=True)
         for f in files:
             shutil.copyfile(os.path.join(work, f), out / f)
+        ctx = json.loads(context.read_text())
+        if ctx.get("tables"):              # only the assembler (bfas) fills it
+            for k in ("build_date", "run_id", "compile_command"):
+                ctx.pop(k, None)
+            (out / f"{n}.context.json").write_text(json.dumps(ctx, indent=2, sort_keys=True) + "\n")
         (out / "resources.txt").write_text(summary)
     write_stamp(prog, p4c)
+
+
+def resource_summary(resources: dict, target: str) -> str:
+    """One line per MAU stage from p4c-barefoot's resources.json: the match
+    tables placed there (the compiler's condition and action-only tables are
+    only counted) and the stage's RAMs and ALUs in use."""
+    r = resources["resources"]
+    mau = r["mau"]
+    lines = [f"{resources.get('program_name')} for {target}, "
+             f"p4c-barefoot {resources.get('compiler_version')}: "
+             f"{len(mau['mau_stages'])} of {mau['nStages']} MAU stages"]
+    lines.append("stage  logical  SRAM    TCAM   map-RAM  meter-ALU  stats-ALU  tables (and memories by user)")
+    for s in mau["mau_stages"]:
+        names = [t["table_name"] for t in s["logical_tables"]["ids"]]
+        users = {u["used_by"].split("$")[0] for ram in s["rams"]["srams"] for u in ram["usages"]}
+        users |= set(names)
+        rams, tcams, maps = s["rams"], s["tcams"], s["map_rams"]
+        lines.append(
+            f"{s['stage_number']:>5}  {len(names):>7}  "
+            f"{len(rams['srams']):>3}/{rams['nRows'] * rams['nColumns']:<3} "
+            f"{len(tcams['tcams']):>2}/{tcams['nRows'] * tcams['nColumns']:<3} "
+            f"{len(maps['maprams']):>3}/{maps['nRows'] * maps['nUnits']:<4} "
+            f"{len(s['meter_alus']['meters']):>4}/{s['meter_alus']['nAlus']:<5} "
+            f"{len(s['statistic_alus']['stats']):>4}/{s['statistic_alus']['nAlus']:<5} "
+            f"{', '.join(sorted(u.removeprefix('BngIngressTop.') for u in users if not internal(u)))}")
+    return "\n".join(lines) + "\n"
+
+
+def internal(table: str) -> bool:
+    """The compiler's own logical tables: gateways (cond-), action-only
+    tables for the program's statements (tbl_) and checksum conditions."""
+    return table.startswith(("cond-", "tbl_")) or "checksum_encode_update_condition" in table
 
 
 def write_stamp(prog: Program, p4c: str) -> None:
@@ -156,7 +203,8 @@ def write_stamp(prog: Program, p4c: str) -> None:
 
 def check_tna_frontend(prog: Program, p4test: str, include: Path) -> None:
     """Front and mid end of p4c on the TNA top, for where p4c-barefoot is absent."""
-    cmd = [p4test, "-D__TARGET_TOFINO__=1", "-I", str(include), "-I", str(P4SRC / "include"),
+    cmd = [p4test, f"-D__TARGET_TOFINO__={2 if prog.target == 'tofino2' else 1}",
+           "-I", str(include), "-I", str(P4SRC / "include"),
            str(prog.main)]
     print(" ".join(cmd))
     subprocess.run(cmd, check=True)

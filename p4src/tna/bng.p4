@@ -1,5 +1,6 @@
 /*
- * The BNG for Tofino (TNA). Only this file differs from the DPDK build: it
+ * The BNG for Tofino (TNA; T2NA where p4c-barefoot targets tofino2, which
+ * p4src/programs.yaml does). Only this file differs from the DPDK build: it
  * maps Tofino's intrinsic metadata to the core, holds the counters and
  * meters in their TNA flavour (lengths come from the hardware), and fills
  * the core's hooks (defines.p4) with what Tofino's parser, gateways and
@@ -9,6 +10,13 @@
  * the core's length-against-frame checks are left out (BNG_PAST_FRAME); a
  * header running past the frame's end sets the parser's error flag, which
  * the top drops as MALFORMED.
+ *
+ * Tofino 2 places it in its 20 MAU stages with 32k sessions per pipe (see
+ * p4src/build/bng_tofino2/resources.txt). Tofino 1 has 12: the longest
+ * chain of dependent tables and conditions (LNS upstream: local address,
+ * L2TP length checks, session, anti-spoof, FIB, next hop, meter, verdict)
+ * needs 17, so it does not fit without splitting the work between ingress
+ * and egress.
  */
 #include <core.p4>
 #if __TARGET_TOFINO__ == 2
@@ -50,6 +58,10 @@
 #define BNG_MSS_ABOVE_CLAMP true
 #define BNG_IPV4_LEN_BELOW_HEADER(len) (((len) & 0xfff0) == 0 || ((len) & 0xfffc) == 16)
 
+/* Per pipe: 64k sessions' meters do not fit the stages left after the
+ * lookups (p4c-barefoot 9.13.4, Tofino 2). */
+#define BNG_MAX_SESSIONS 32768
+
 #include "../include/bng.p4"
 
 /* The core's metadata plus what only Tofino needs: its deparser takes a
@@ -63,8 +75,13 @@ struct tna_meta_t {
     bit<16> mss_excess;
 }
 
-/* The CPU PCIe port of a Tofino 1 (pipe 0). */
+/* The CPU PCIe port: Tofino 2 numbers it 0, Tofino 1 192 (pipe 0 of a
+ * 2-pipe chip; 320 on a 4-pipe one). */
+#if __TARGET_TOFINO__ == 2
+const PortId_t TOFINO_CPU_PORT = 0;
+#else
 const PortId_t TOFINO_CPU_PORT = 192;
+#endif
 
 parser BngIngressParser(packet_in pkt, out headers_t hdr, out tna_meta_t md,
                         out ingress_intrinsic_metadata_t ig_intr_md) {

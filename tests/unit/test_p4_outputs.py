@@ -55,8 +55,8 @@ def test_tna_top_still_compiles(program, tmp_path):
     prog = PROGRAMS[program]
     barefoot = shutil.which("p4c-barefoot")
     if barefoot:
-        subprocess.run([barefoot, "--target", "tofino", "--arch", "tna", "-I",
-                        str(ROOT / "p4src/include"), "-o", str(tmp_path), str(prog.main)], check=True)
+        subprocess.run([barefoot, *p4build.tofino_args(prog), "-I", str(ROOT / "p4src/include"),
+                        "-o", str(tmp_path), str(prog.main)], check=True)
         return
     p4test, inc = shutil.which("p4test"), p4build.tofino_include()
     if not (p4test and inc):
