@@ -219,6 +219,11 @@ def from_dict(raw: dict) -> ControllerConfig:
         raise ConfigError(f"default_pool: no pool named {c.default_pool!r}")
     if c.sessions.shutdown not in ("terminate", "keep"):
         raise ConfigError("sessions.shutdown: terminate or keep")
+    own = {x.ipv4.ip for x in c.core} | {pool.gateway for pool in c.pools}
+    for r in c.routes:
+        if r.prefix.prefixlen == 32 and r.prefix.network_address in own:
+            # the controller puts each of its own addresses in the FIB as a /32
+            raise ConfigError(f"routes: {r.prefix} is one of the BNG's own addresses")
     if c.l2tp:
         from .l2tp.service import L2tpConfig        # its own parser: a typo fails at load, not at start
         try:

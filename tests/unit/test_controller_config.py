@@ -47,3 +47,13 @@ def test_l2tp_section_is_checked_at_load():
         config.from_dict({"pools": pools, "l2tp": {"local_address": "192.0.2.1", "proxy": "maybe"}})
     c = config.from_dict({"pools": pools, "l2tp": {"local_address": "192.0.2.1", "lns": True}})
     assert c.l2tp["lns"] is True
+
+
+def test_a_static_route_to_one_of_our_addresses_is_refused():
+    """Each of the BNG's own addresses is a /32 in fib_v4 (set_local): a
+    static /32 to the same address would collide at start."""
+    pools = {"p": {"prefix": "10.0.0.0/24", "gateway": "10.0.0.1"}}
+    with pytest.raises(config.ConfigError, match=r"routes: 10\.0\.0\.1/32 is one of the BNG's own"):
+        config.from_dict({"pools": pools, "routes": [{"prefix": "10.0.0.1/32", "via": "192.0.2.9"}]})
+    cfg = config.from_dict({"pools": pools, "routes": [{"prefix": "10.0.0.0/30", "via": "192.0.2.9"}]})
+    assert cfg.routes[0].prefix.prefixlen == 30
