@@ -154,6 +154,11 @@ class ControllerConfig:
     def state_path(self) -> Path:
         return Path(self.state_dir)
 
+    def own_ipv4(self) -> set[ipaddress.IPv4Address]:
+        """The BNG's own IPv4 addresses named here: core interfaces and pool
+        gateways (the L2TP local address is in the l2tp section)."""
+        return {c.ipv4.ip for c in self.core} | {p.gateway for p in self.pools}
+
 
 def _core(d: dict, path: str) -> CoreInterface:
     c = _fill(CoreInterface(port=0, ipv4=ipaddress.IPv4Interface("0.0.0.0/32")), d, path)
@@ -219,7 +224,7 @@ def from_dict(raw: dict) -> ControllerConfig:
         raise ConfigError(f"default_pool: no pool named {c.default_pool!r}")
     if c.sessions.shutdown not in ("terminate", "keep"):
         raise ConfigError("sessions.shutdown: terminate or keep")
-    own = {x.ipv4.ip for x in c.core} | {pool.gateway for pool in c.pools}
+    own = c.own_ipv4()
     for r in c.routes:
         if r.prefix.prefixlen == 32 and r.prefix.network_address in own:
             # the controller puts each of its own addresses in the FIB as a /32

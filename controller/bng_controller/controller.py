@@ -99,7 +99,7 @@ class BngController:
         self.nexthop_ids = IndexAllocator(1, self.names.table("nexthop").size - 1, "next hops")
         self.nexthops: dict[ipaddress.IPv4Address, int] = {}
         self.core_addresses: dict[int, ipaddress.IPv4Address] = {}
-        self.local_v4: set[ipaddress.IPv4Address] = set()
+        self.local_v4: set[ipaddress.IPv4Address] = cfg.own_ipv4()
         self.punts: dict[str, int] = {}
         self.unhandled_punts = 0
         self._restored = False
@@ -124,13 +124,10 @@ class BngController:
         for c in self.cfg.core:
             self.core_addresses[c.port] = c.ipv4.ip
             self.arp.addresses.setdefault(c.port, set()).add(c.ipv4.ip)
-            self.local_v4.add(c.ipv4.ip)
             if c.gateway is not None:
                 self._watch_nexthop(c.gateway)
         for r in self.cfg.routes:
             self._watch_nexthop(r.via)
-        for p in self.cfg.pools:
-            self.local_v4.add(p.gateway)
         if self.ipv6 is not None:
             self.ipv6.nd.on_resolved = self._neighbor_changed
             for addr in self.ipv6.nd.neighbors:            # each core link's gateway6
