@@ -83,25 +83,6 @@ bsw_rx_backoff_enable(struct bsw_instance *inst)
 }
 
 void
-bsw_rx_backoff_set(struct bsw_rx_backoff *b, uint32_t max_skip)
-{
-	uint32_t i;
-
-	if (!b)
-		return;
-	for (i = 0; i < b->n_ports; i++) {
-		struct rx_backoff_port *bp = &b->port[i];
-
-		bp->skip = 0;
-		bp->next_skip = 0;
-		bp->max_skip = max_skip;
-		/* Pure polling gets the ports as they were: not even the wrapper's call. */
-		b->p->in[i].pkt_rx = max_skip ? rx_backoff_rx : bp->pkt_rx;
-		b->p->in[i].obj = max_skip ? (void *)bp : bp->obj;
-	}
-}
-
-void
 bsw_rx_backoff_reset(struct bsw_rx_backoff *b)
 {
 	uint32_t i;
@@ -111,5 +92,23 @@ bsw_rx_backoff_reset(struct bsw_rx_backoff *b)
 	for (i = 0; i < b->n_ports; i++) {
 		b->port[i].skip = 0;
 		b->port[i].next_skip = 0;
+	}
+}
+
+void
+bsw_rx_backoff_set(struct bsw_rx_backoff *b, uint32_t max_skip)
+{
+	uint32_t i;
+
+	if (!b)
+		return;
+	bsw_rx_backoff_reset(b);
+	for (i = 0; i < b->n_ports; i++) {
+		struct rx_backoff_port *bp = &b->port[i];
+
+		bp->max_skip = max_skip;
+		/* Pure polling gets the ports as they were: not even the wrapper's call. */
+		b->p->in[i].pkt_rx = max_skip ? rx_backoff_rx : bp->pkt_rx;
+		b->p->in[i].obj = max_skip ? (void *)bp : bp->obj;
 	}
 }
