@@ -292,6 +292,47 @@ def test_packet_channel_only_for_the_primary_and_carries_packets_both_ways(lab, 
         client.delete(acl)
 
 
+def test_packet_channel_drops_bad_packet_outs_and_ends_when_its_client_is_no_longer_primary(lab, client):
+    """Packet-outs naming an unknown metadata id or a value wider than its
+    field are dropped, the channel keeps serving; a higher election id
+    taking the primary role closes the old primary's channel at once."""
+    if not client.read_table("packet_out_port"):
+        client.insert(client.table_entry("packet_out_port", {"egress_port": 2}, "forward", {"port": 2}))
+    pout_hdr = {m.name: (m.id, m.bitwidth) for m in client.names.controller_header("packet_out").metadata}
+    port_id, port_bits = pout_hdr["egress_port"]
+    s, reply = _channel(lab["pktio"], (0, 10))
+    assert reply == b"OK"
+    rx = netlab.raw_socket(lab["t2"], lab["h2"], timeout=0.5)
+    try:
+        frames = {tag: bytes(Ether(src="02:00:00:00:00:97", dst=H2_MAC, type=0x88B6) / (tag * 8))
+                  for tag in (b"unknown-id", b"too-wide", b"good-one")}
+        s.send(packet_socket.encode([(port_id, 2), (99999, 1)], frames[b"unknown-id"]))
+        s.send(packet_socket.encode([(port_id, 1 << port_bits)], frames[b"too-wide"]))
+        s.send(packet_socket.encode([(port_id, 2)], frames[b"good-one"]))
+        seen, deadline = set(), time.time() + 3
+        while time.time() < deadline:
+            try:
+                data = rx.recv(4096)
+            except TimeoutError:
+                break
+            seen |= {tag for tag, f in frames.items() if data == f}
+        assert seen == {b"good-one"}
+
+        other = P4RuntimeClient(lab["sw"].address, election_id=(0, 20))
+        try:
+            assert other.connect().status.code == grpc.StatusCode.OK.value[0]
+            s.settimeout(3)
+            assert s.recv(4096) == b"", "the demoted primary's channel stayed open"
+        finally:
+            other.close()
+    finally:
+        rx.close()
+        s.close()
+    client.send_arbitration()
+    while client.arbitration.get(timeout=5).status.code != grpc.StatusCode.OK.value[0]:
+        pass
+
+
 def _send_and_count_at_h2(lab, frame: bytes, n: int) -> int:
     """Sends n copies of frame from h1 and counts the copies h2 receives."""
     rx = netlab.raw_socket(lab["t2"], lab["h2"], timeout=0.5)

@@ -65,6 +65,8 @@ def log_port_stats(device: Device, interval: float, done: threading.Event) -> No
         log.info("ports: %s", "; ".join(
             f"{i}: rx {s['rx_pkts']} tx {s['tx_pkts']} drop {s['tx_drops']}"
             for i, s in ((i, p.port_stats(i)) for i in sorted(ports))))
+        if device.config.packet_socket:
+            log.info("packet channel: %s", ", ".join(f"{k} {v}" for k, v in device.packet_channel_stats().items()))
         for pid, d in device.distributor_stats().items():
             log.info("port %d distributor: rx %d (dropped %d) per worker %s, tx %d (dropped %d)", pid, d["rx"],
                      d["rx_dropped"], d["to_instance"], d["tx"], d["tx_dropped"])

@@ -112,6 +112,10 @@ class Device:
         self._packet_in_lock = threading.Lock()
         self._eal_up = False
         self.distributors: dict[int, int] = {}   # port id -> libbsw distributor index
+        # The packet channel's socket (packet_socket.py) while one is granted,
+        # served by the library on whichever pipeline is running.
+        self._channel_fd: int | None = None
+        self._channel_totals = dict.fromkeys(libbsw.CHANNEL_STATS, 0)
 
     # ---- start-up ----
     def start(self) -> None:
@@ -150,8 +154,10 @@ class Device:
             new = self._build(pc)
             with self._packet_in_lock:
                 if self.pipeline is not None:
+                    self._channel_stop()
                     self.pipeline.free()  # stops its workers first
                 self.pipeline, self.current = new, pc
+            self._channel_start()
             self.store = TableStore(pc.pmap)
             self.meter_configs.clear()
             self.pipeline.workers_start(self.config.idle_us, self.config.worker_nice)
@@ -255,12 +261,60 @@ class Device:
                 return 0
             return p.packet_in_recv(buf, timeout_us)
 
+    # ---- packet channel ----
+    def packet_channel_attach(self, fd: int | None) -> None:
+        """Serve the granted controller's socket fd from the library's
+        thread (on this pipeline and the ones that replace it), or stop
+        serving (None). The caller owns fd and closes it after detaching."""
+        with self.lock:
+            self._channel_stop()
+            self._channel_fd = fd
+            self._channel_start()
+
+    def packet_channel_serving(self) -> bool:
+        """False once the library stopped serving the attached socket (the
+        peer closed it or it failed); True while it serves, or while it
+        waits for a pipeline."""
+        with self.lock:
+            if self._channel_fd is None:
+                return False
+            return self.pipeline is None or self.pipeline.packet_channel_stats()[0]
+
+    def packet_channel_stats(self) -> dict[str, int]:
+        """The channel's counters since the switch started."""
+        with self.lock:
+            out = dict(self._channel_totals)
+            if self.pipeline is not None and self._channel_fd is not None:
+                for k, v in self.pipeline.packet_channel_stats()[1].items():
+                    out[k] += v
+            return out
+
+    def _channel_start(self) -> None:
+        if self._channel_fd is None or self.pipeline is None or self.current is None:
+            return
+        headers = self.current.pmap.controller_headers
+        pin, pout = headers.get("packet_in"), headers.get("packet_out")
+        try:
+            self.pipeline.packet_channel_start(self._channel_fd, pin.layout if pin else [],
+                                               pin.n_bytes if pin else 0, pout.layout if pout else [],
+                                               pout.n_bytes if pout else 0)
+        except libbsw.BswError as e:
+            log.error("packet channel: %s", e)      # packet_channel_serving() says False: the grant ends
+
+    def _channel_stop(self) -> None:
+        if self.pipeline is None or self._channel_fd is None:
+            return
+        for k, v in self.pipeline.packet_channel_stats()[1].items():
+            self._channel_totals[k] += v
+        self.pipeline.packet_channel_stop()
+
     def distributor_stats(self) -> dict[int, dict]:
         return {pid: self.lib.distributor_stats(idx, self.config.workers) for pid, idx in self.distributors.items()}
 
     def shutdown(self) -> None:
         with self.lock, self._packet_in_lock:
             if self.pipeline is not None:
+                self._channel_stop()
                 self.pipeline.free()
                 self.pipeline = None
         # after the workers: what they flushed last still leaves its port

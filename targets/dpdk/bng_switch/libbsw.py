@@ -68,6 +68,15 @@ class DistributorStats(ctypes.Structure):
                 ("tx_dropped", ctypes.c_uint64), ("to_instance", ctypes.c_uint64 * MAX_INSTANCES)]
 
 
+class ChannelField(ctypes.Structure):
+    """struct bsw_channel_field: a packet_in/packet_out header field."""
+    _fields_ = [("id", ctypes.c_uint32), ("bit_offset", ctypes.c_uint32), ("width", ctypes.c_uint32)]
+
+
+# enum in bsw.h, in order: the packet channel's counters
+CHANNEL_STATS = ("packet_in", "packet_in_drops", "packet_out", "packet_out_errors")
+
+
 @dataclass(slots=True)
 class EntryBytes:
     """One table entry in the pipeline's own layout."""
@@ -346,6 +355,25 @@ class Pipeline:
 
     def packet_out_send(self, data: bytes) -> None:
         self._call("bsw_packet_out_send", self.handle, data, len(data))
+
+    # ---- packet channel (bsw_packet_channel.c) ----
+    def packet_channel_start(self, fd: int, packet_in: list[tuple[int, int, int]], in_bytes: int,
+                             packet_out: list[tuple[int, int, int]], out_bytes: int) -> None:
+        """Serve the connected socket fd from the library's thread; the
+        headers as (metadata id, bit offset, width) per field."""
+        def fields(fs):
+            return (ChannelField * max(len(fs), 1))(*(ChannelField(*f) for f in fs))
+        self._call("bsw_packet_channel_start", self.handle, fd, fields(packet_in), len(packet_in), in_bytes,
+                   fields(packet_out), len(packet_out), out_bytes)
+
+    def packet_channel_stop(self) -> None:
+        self.library.lib.bsw_packet_channel_stop(self.handle)
+
+    def packet_channel_stats(self) -> tuple[bool, dict[str, int]]:
+        """(still served, counters) of the channel being served."""
+        vals = (ctypes.c_uint64 * len(CHANNEL_STATS))()
+        running = self._call("bsw_packet_channel_stats", self.handle, vals)
+        return bool(running), dict(zip(CHANNEL_STATS, vals))
 
     # ---- benchmark ----
     def bench_stock_ctl(self, table: str, action_id: int, n: int, batch: int, checkpoints: list[int]) -> list[int]:

@@ -65,7 +65,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         self.gc = GcPolicy()
         self.packet_socket: PacketSocket | None = None
         if device.config.packet_socket:
-            self.packet_socket = PacketSocket(device.config.packet_socket, self._is_primary, self._send_packet_out)
+            self.packet_socket = PacketSocket(device.config.packet_socket, self._is_primary, device)
         self._threads = [threading.Thread(target=self._committer, name="p4rt-commit", daemon=True),
                          threading.Thread(target=self._packet_in_reader, name="p4rt-packet-in", daemon=True)]
         for t in self._threads:
@@ -492,6 +492,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             self._streams.discard(client)
             for c in self.arb.remove(client):
                 self._send_arbitration(c)
+            self._arbitration_changed()
 
     def _stream_reader(self, request_iterator, client: Client) -> None:
         try:
@@ -506,6 +507,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                         return
                     for c in notify:
                         self._send_arbitration(c)
+                    self._arbitration_changed()
                 elif kind == "packet":
                     self._packet_out(client, req.packet)
                 elif client.election_id is None:
@@ -518,6 +520,10 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             log.exception("stream reader")
         finally:
             client.queue.put(None)
+
+    def _arbitration_changed(self) -> None:
+        if self.packet_socket is not None:
+            self.packet_socket.revalidate()
 
     def _send_arbitration(self, c: Client) -> None:
         code, msg = self.arb.status_for(c)
@@ -602,9 +608,6 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             fields = hdr.decode(data) if hdr is not None else []
             if hdr is not None:
                 data = data[hdr.n_bytes:]
-            if self.packet_socket is not None and self.packet_socket.deliver(fields, data):
-                self.stats["packet_in"] += 1
-                continue
             primary = self.arb.primary("")
             if primary is None:
                 self.stats["packet_in_no_primary"] += 1

@@ -18,6 +18,12 @@ over a Unix SOCK_SEQPACKET socket (`packet_socket:` in the switch config):
   P4Info `controller_packet_metadata` (packet_in from the switch,
   packet_out to it), exactly what a PacketIn/PacketOut would carry.
 
+Once granted, the socket is served by libbsw's packet channel thread
+(targets/dpdk/src/bsw_packet_channel.c), not by Python: the packets never
+take the server's GIL. This module does the hello, the grant, and ends the
+grant when the client stops being primary (`revalidate`, called on every
+arbitration change) or closes the socket.
+
 Nothing else changes: tables, counters, the pipeline, arbitration and
 other clients' PacketOuts stay on P4Runtime, and without a socket client
 packet-ins take the stream as before.
@@ -30,12 +36,14 @@ import os
 import socket
 import struct
 import threading
-from typing import Callable
+from typing import Callable, Protocol
 
 log = logging.getLogger("bng_switch.packet_socket")
 
 MAGIC = b"BNGPKTIO1 "
 FIELD = struct.Struct("!IQ")
+SO_SNDBUFFORCE = getattr(socket, "SO_SNDBUFFORCE", 32)     # beyond net.core.wmem_max (needs CAP_NET_ADMIN)
+SEND_BUFFER = 8 << 20
 
 
 def encode(fields: list[tuple[int, int]], payload: bytes) -> bytes:
@@ -50,20 +58,26 @@ def decode(msg: bytes) -> tuple[list[tuple[int, int]], bytes]:
     return [FIELD.unpack_from(msg, 1 + i * FIELD.size) for i in range(n)], msg[end:]
 
 
+class Channel(Protocol):
+    """Who moves the granted client's packets (the Device, through libbsw)."""
+
+    def packet_channel_attach(self, fd: int | None) -> None: ...
+
+    def packet_channel_serving(self) -> bool: ...
+
+
 class PacketSocket:
     """Serves one controller at a time on `path`."""
 
-    def __init__(self, path: str, is_primary: Callable[[int, str, tuple[int, int]], bool],
-                 packet_out: Callable[[dict[int, int], bytes], object | None]):
-        """is_primary(device_id, role, election_id); packet_out(values, frame)
-        returns None once the frame is sent, else what went wrong."""
+    def __init__(self, path: str, is_primary: Callable[[int, str, tuple[int, int]], bool], channel: Channel):
+        """is_primary(device_id, role, election_id)."""
         self.path = path
         self._is_primary = is_primary
-        self._packet_out = packet_out
+        self._channel = channel
         self._conn: socket.socket | None = None
         self._grant: tuple[int, str, tuple[int, int]] | None = None
         self._lock = threading.Lock()
-        self.stats = {"packet_in": 0, "packet_out": 0, "packet_out_errors": 0, "grants": 0, "refused": 0}
+        self.stats = {"grants": 0, "refused": 0, "revoked": 0}
         if os.path.exists(path):
             os.unlink(path)
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
@@ -79,27 +93,21 @@ class PacketSocket:
         self._listener.close()
         with self._lock:
             if self._conn is not None:
-                self._conn.close()
-                self._conn = None
+                self._end(self._conn)
         try:
             os.unlink(self.path)
         except FileNotFoundError:
             pass
 
-    # ---- packet-in ----
-    def deliver(self, fields: list[tuple[int, int]], payload: bytes) -> bool:
-        """Send a packet-in to the granted controller; False if there is
-        none (or it is no longer primary): the caller uses the stream."""
-        conn, grant = self._conn, self._grant
-        if conn is None or grant is None or not self._is_primary(*grant):
-            return False
-        try:
-            conn.send(encode(fields, payload))
-        except OSError:
-            self._drop(conn)
-            return False
-        self.stats["packet_in"] += 1
-        return True
+    def revalidate(self) -> None:
+        """End the grant if its holder is no longer the primary (after an
+        arbitration change): from then on packet-ins take the stream."""
+        with self._lock:
+            conn, grant = self._conn, self._grant
+            if conn is not None and grant is not None and not self._is_primary(*grant):
+                log.info("packet channel of election id %s revoked: no longer primary", grant[2])
+                self.stats["revoked"] += 1
+                self._end(conn)
 
     # ---- connections ----
     def _accept_loop(self) -> None:
@@ -127,39 +135,34 @@ class PacketSocket:
                 pass
             conn.close()
             return
+        try:
+            # room for a setup storm's packet-ins while the controller is busy
+            conn.setsockopt(socket.SOL_SOCKET, SO_SNDBUFFORCE, SEND_BUFFER)
+        except OSError:
+            conn.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SEND_BUFFER)
         with self._lock:
             if self._conn is not None:
-                self._conn.close()              # the primary reconnected: the newest wins
+                self._end(self._conn)               # the primary reconnected: the newest wins
+            conn.send(b"OK")
+            self._channel.packet_channel_attach(conn.fileno())
             self._conn, self._grant = conn, grant
         self.stats["grants"] += 1
-        conn.send(b"OK")
         log.info("packet channel granted to election id %s", grant[2])
-        while not self._stop.is_set():
-            try:
-                msg = conn.recv(65536)
-            except OSError:
-                break
-            if not msg:
-                break
-            if not self._is_primary(*grant):
-                self.stats["packet_out_errors"] += 1
-                continue
-            try:
-                fields, payload = decode(msg)
-            except (ValueError, IndexError):
-                self.stats["packet_out_errors"] += 1
-                continue
-            err = self._packet_out(dict(fields), payload)
-            if err is None:
-                self.stats["packet_out"] += 1
-            else:
-                self.stats["packet_out_errors"] += 1
-        self._drop(conn)
+        # The library serves the socket; this thread only notices the end.
+        while not self._stop.wait(0.2):
+            with self._lock:
+                if self._conn is not conn:
+                    return
+                if not self._channel.packet_channel_serving():
+                    log.info("packet channel of election id %s closed by the client", grant[2])
+                    self._end(conn)
+                    return
 
-    def _drop(self, conn: socket.socket) -> None:
-        with self._lock:
-            if self._conn is conn:
-                self._conn, self._grant = None, None
+    def _end(self, conn: socket.socket) -> None:
+        """With the lock held: stop serving conn, then close it."""
+        if self._conn is conn:
+            self._channel.packet_channel_attach(None)
+            self._conn, self._grant = None, None
         try:
             conn.close()
         except OSError:

@@ -207,6 +207,15 @@ class ControllerHeader:
         """Field id -> bitwidth."""
         return {fid: bw for fid, _, bw in self.fields}
 
+    @cached_property
+    def layout(self) -> list[tuple[int, int, int]]:
+        """(id, bit offset from the header's first bit, width) per field."""
+        out, offset = [], 0
+        for fid, _, bw in self.fields:
+            out.append((fid, offset, bw))
+            offset += bw
+        return out
+
     def decode(self, data: bytes) -> list[tuple[int, int]]:
         bits = int.from_bytes(data[:self.n_bytes], "big")
         shift = self.n_bytes * 8

@@ -222,6 +222,37 @@ int bsw_packet_in_recv(struct bsw_pipeline *bp, uint8_t *buf, uint32_t buf_size,
 int bsw_packet_out_send(struct bsw_pipeline *bp, const uint8_t *data, uint32_t len);
 int bsw_cpu_port_config(struct bsw_pipeline *bp, const char *ring_prefix, const char *mempool);
 
+/* ---- packet channel (bsw_packet_channel.c) ---- */
+/* A field of the packet_in or packet_out header: its P4Info metadata id and
+ * where it sits in the header (bits from the header's first bit, MSB first). */
+struct bsw_channel_field {
+	uint32_t id;
+	uint32_t bit_offset;
+	uint32_t width;		/* 1..64 */
+};
+#define BSW_CHANNEL_MAX_FIELDS 32
+enum {
+	BSW_CHANNEL_PACKET_IN,		/* sent to the controller */
+	BSW_CHANNEL_PACKET_IN_DROPS,	/* shorter than the packet_in header, or too long */
+	BSW_CHANNEL_PACKET_OUT,		/* injected */
+	BSW_CHANNEL_PACKET_OUT_ERRORS,	/* malformed, unknown field, value too wide, ring full */
+	BSW_CHANNEL_N_STATS
+};
+/* Serve the connected SOCK_SEQPACKET socket fd from a thread of its own:
+ * every packet-in goes to it (bsw_packet_in_recv then returns none) and
+ * every message from it is injected as a packet-out. The caller keeps the
+ * socket and closes it after bsw_packet_channel_stop. */
+int bsw_packet_channel_start(struct bsw_pipeline *bp, int fd,
+			     const struct bsw_channel_field *in, uint32_t n_in, uint32_t in_bytes,
+			     const struct bsw_channel_field *out, uint32_t n_out, uint32_t out_bytes);
+/* Stop serving (joins the thread); nothing if none is served.
+ * bsw_pipeline_free calls it. */
+void bsw_packet_channel_stop(struct bsw_pipeline *bp);
+/* Copies the served channel's counters into stats[BSW_CHANNEL_N_STATS]
+ * (zeros when none); returns 1 while its thread serves, 0 once the peer
+ * closed or failed, or when none is served. */
+int bsw_packet_channel_stats(struct bsw_pipeline *bp, uint64_t *stats);
+
 /* ---- benchmark helpers (stock rte_swx_ctl path, for comparison) ---- */
 /* Insert n entries with consecutive 32-bit keys into an exact table through
  * rte_swx_ctl (add + commit every batch entries); writes the elapsed

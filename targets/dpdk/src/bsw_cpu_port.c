@@ -13,6 +13,7 @@
 #include <rte_cycles.h>
 #include <rte_mbuf.h>
 #include <rte_ring.h>
+#include <rte_spinlock.h>
 
 #include "bsw_internal.h"
 
@@ -41,24 +42,48 @@ bsw_cpu_port_config(struct bsw_pipeline *bp, const char *ring_prefix, const char
 	return 0;
 }
 
+struct rte_mbuf *
+bsw_cpu_in_dequeue(struct bsw_pipeline *bp)
+{
+	struct rte_mbuf *m = NULL;
+	uint32_t k;
+
+	rte_spinlock_lock(&bp->cpu_in_lock);
+	for (k = 0; k < bp->n_instances; k++) {
+		uint32_t i = (bp->rr_next + k) % bp->n_instances;
+		struct rte_ring *r = bp->inst[i].cpu_in;
+
+		if (r && !rte_ring_dequeue(r, (void **)&m)) {
+			bp->rr_next = (i + 1) % bp->n_instances;
+			break;
+		}
+		m = NULL;
+	}
+	rte_spinlock_unlock(&bp->cpu_in_lock);
+	return m;
+}
+
 int
 bsw_packet_in_recv(struct bsw_pipeline *bp, uint8_t *buf, uint32_t buf_size,
 		   uint32_t timeout_us)
 {
 	uint64_t deadline = rte_get_timer_cycles() + rte_get_timer_hz() / 1000000 * timeout_us;
-	uint32_t sleep_us = 1, k;
+	uint32_t sleep_us = 1;
 
 	for (;;) {
-		for (k = 0; k < bp->n_instances; k++) {
-			uint32_t i = (bp->rr_next + k) % bp->n_instances;
-			struct rte_ring *r = bp->inst[i].cpu_in;
-			struct rte_mbuf *m;
-			uint32_t len;
+		struct rte_mbuf *m;
 
-			if (!r || rte_ring_dequeue(r, (void **)&m))
-				continue;
-			bp->rr_next = (i + 1) % bp->n_instances;
-			len = rte_pktmbuf_pkt_len(m);
+		/* While a packet channel is served, its thread takes every
+		 * packet-in: sleep out the timeout. */
+		if (bp->channel) {
+			usleep(timeout_us);
+			return 0;
+		}
+		m = bsw_cpu_in_dequeue(bp);
+
+		if (m) {
+			uint32_t len = rte_pktmbuf_pkt_len(m);
+
 			if (len > buf_size) {
 				rte_pktmbuf_free(m);
 				bsw_set_error("packet-in of %u bytes dropped: buffer %u", len,
@@ -85,6 +110,7 @@ bsw_packet_out_send(struct bsw_pipeline *bp, const uint8_t *data, uint32_t len)
 {
 	struct rte_mbuf *m;
 	char *dst;
+	int full;
 
 	if (!bp->pktmbuf_pool || !bp->inst[0].cpu_out)
 		return -ENODEV;
@@ -100,7 +126,12 @@ bsw_packet_out_send(struct bsw_pipeline *bp, const uint8_t *data, uint32_t len)
 		return -EMSGSIZE;
 	}
 	memcpy(dst, data, len);
-	if (rte_ring_enqueue(bp->inst[0].cpu_out, m)) {
+	/* the ring has a single producer: the server's threads and the packet
+	 * channel's take turns */
+	rte_spinlock_lock(&bp->cpu_out_lock);
+	full = rte_ring_enqueue(bp->inst[0].cpu_out, m);
+	rte_spinlock_unlock(&bp->cpu_out_lock);
+	if (full) {
 		rte_pktmbuf_free(m);
 		bsw_set_error("packet-out ring full");
 		return -ENOBUFS;

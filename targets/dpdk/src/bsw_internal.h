@@ -9,6 +9,7 @@
 #include <rte_swx_pipeline.h>
 #include <rte_swx_ctl.h>
 #include <rte_swx_table.h>
+#include <rte_spinlock.h>
 
 #include "bsw.h"
 
@@ -60,6 +61,10 @@ struct bsw_pipeline {
 	struct bsw_table *tables;
 	struct rte_mempool *pktmbuf_pool;	/* packet-out buffers */
 	uint32_t rr_next;		/* packet-in: next instance to poll */
+	/* The CPU rings have a single consumer and a single producer; the
+	 * server's threads and the packet channel take turns. */
+	rte_spinlock_t cpu_in_lock, cpu_out_lock;
+	struct bsw_packet_channel *channel;	/* bsw_packet_channel.c, or NULL */
 	int workers_started;
 	int released;		/* tables handed to rte_swx_ctl (benchmark) */
 };
@@ -78,6 +83,9 @@ struct bsw_rx_backoff;
 int bsw_rx_backoff_enable(struct bsw_instance *inst);
 void bsw_rx_backoff_set(struct bsw_rx_backoff *b, uint32_t max_skip);
 void bsw_rx_backoff_reset(struct bsw_rx_backoff *b);
+
+/* The next packet-in from any instance's CPU ring (round robin), or NULL. */
+struct rte_mbuf *bsw_cpu_in_dequeue(struct bsw_pipeline *bp);
 
 /* Frame length prelude (bsw_frame_length.c): 1 when the spec declares it. */
 int bsw_spec_wants_frame_length(const char *spec_path);

@@ -191,6 +191,8 @@ bsw_pipeline_build(const char *spec_path, const char *work_dir, const char *incl
 	if (!bp)
 		return -ENOMEM;
 	bp->n_instances = n_instances;
+	rte_spinlock_init(&bp->cpu_in_lock);
+	rte_spinlock_init(&bp->cpu_out_lock);
 
 	for (i = 0; i < n_instances; i++) {
 		static uint32_t generation;
@@ -251,6 +253,7 @@ bsw_pipeline_free(struct bsw_pipeline *bp)
 
 	if (!bp)
 		return;
+	bsw_packet_channel_stop(bp);
 	bsw_workers_stop(bp);
 	bsw_tables_free(bp);
 	for (i = 0; i < bp->n_instances; i++) {
