@@ -148,17 +148,50 @@ def compile_tna(prog: Program, p4c: str) -> None:
         subprocess.run(cmd, check=True)
         resources = next(Path(work).rglob("resources.json"))
         summary = resource_summary(json.loads(resources.read_text()), prog.target)
+        lost = parser_headers_lost(next(Path(work).rglob("*.bfa")).read_text(), P4SRC / "include" / "parser.p4")
+        if lost:
+            raise SystemExit(f"{n}: the compiled ingress parser never extracts {', '.join(lost)}: "
+                             "this p4c-barefoot drops select branches (p4lang/p4c#5753)")
+        bfas = find_bfas(p4c)
+        if bfas is not None:
+            # what p4c's driver script runs after the compiler, per pipe
+            for asm in Path(work).rglob("*.bfa"):
+                acmd = [bfas, "--no-warn", "--no-bin", "--target", prog.target, "--table-handle-offset0",
+                        "-o", str(asm.parent), str(asm)]
+                print(" ".join(acmd))
+                subprocess.run(acmd, check=True)
         context = next(Path(work).rglob("context.json"))
         out.mkdir(parents=True, exist_ok=True)
         for f in files:
             shutil.copyfile(os.path.join(work, f), out / f)
         ctx = json.loads(context.read_text())
-        if ctx.get("tables"):              # only the assembler (bfas) fills it
+        ctx_out = out / f"{n}.context.json"
+        if ctx.get("tables"):              # only the assembler fills it
             for k in ("build_date", "run_id", "compile_command"):
                 ctx.pop(k, None)
-            (out / f"{n}.context.json").write_text(json.dumps(ctx, indent=2, sort_keys=True) + "\n")
+            ctx_out.write_text(json.dumps(ctx, indent=2, sort_keys=True) + "\n")
+        else:
+            # a context from older sources must not sit under the new stamp
+            ctx_out.unlink(missing_ok=True)
+            print(f"{n}: no driver context (bfas not found next to {p4c} or on PATH)")
         (out / "resources.txt").write_text(summary)
     write_stamp(prog, p4c)
+
+
+def parser_headers_lost(bfa: str, parser_p4: Path) -> list[str]:
+    """Headers the P4 parser extracts whose validity bit the compiled
+    ingress parser (the .bfa's `parser ingress:` section, whose comments
+    name each field written) never sets. A p4c-barefoot with p4lang/p4c#5753
+    unfixed keeps only the first branch of every select and still compiles."""
+    section = bfa.split("\nparser ingress:", 1)[-1].split("\ndeparser ingress:", 1)[0]
+    extracted = sorted(set(re.findall(r"\bextract\(\s*(hdr\.\w+)\s*\)", parser_p4.read_text())))
+    return [h for h in extracted if f"ingress::{h}.$valid" not in section]
+
+
+def find_bfas(p4c: str) -> str | None:
+    """p4c's Tofino assembler: beside p4c-barefoot, else on PATH."""
+    beside = Path(p4c).parent / "bfas"
+    return str(beside) if beside.exists() else shutil.which("bfas")
 
 
 def resource_summary(resources: dict, target: str) -> str:

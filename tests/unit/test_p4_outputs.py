@@ -57,12 +57,28 @@ def test_tna_top_still_compiles(program, tmp_path):
     if barefoot:
         subprocess.run([barefoot, *p4build.tofino_args(prog), "-I", str(ROOT / "p4src/include"),
                         "-o", str(tmp_path), str(prog.main)], check=True)
+        bfa = next(tmp_path.rglob("*.bfa")).read_text()
+        assert p4build.parser_headers_lost(bfa, ROOT / "p4src/include/parser.p4") == []
         return
     p4test, inc = shutil.which("p4test"), p4build.tofino_include()
     if not (p4test and inc):
         pytest.skip("neither p4c-barefoot nor p4test with p4c's Tofino include files is installed "
                     "(p4c is in no package registry; see README 'Compiling P4')")
     p4build.check_tna_frontend(prog, p4test, inc)
+
+
+def test_parser_check_finds_headers_a_compiled_parser_lost(tmp_path):
+    """What p4c-barefoot without p4lang/p4c#5753 gave for the BNG: a parser
+    that only ever takes a select's first branch."""
+    parser_p4 = tmp_path / "parser.p4"
+    parser_p4.write_text("state a { pkt.extract(hdr.ethernet); transition select(x) { 1: b; default: c; } }\n"
+                         "state b { pkt.extract( hdr.pppoe ); transition accept; }\n"
+                         "state c { pkt.extract(hdr.ipv4); transition accept; }\n")
+    bfa = ("parser ingress:\n  states:\n    a:\n      *:\n"
+           "        B1: 5  # value 1 -> B1 bit[0]: ingress::hdr.ethernet.$valid\n"
+           "        H3: 1  # value 1 -> H3 bit[0]: ingress::hdr.pppoe.$valid\n"
+           "deparser ingress:\n    clot 0:\n      pov: ingress::hdr.ipv4.$valid\n")
+    assert p4build.parser_headers_lost(bfa, parser_p4) == ["hdr.ipv4"]
 
 
 def test_enums_export_reads_p4_enums():
