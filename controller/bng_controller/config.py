@@ -225,16 +225,16 @@ def from_dict(raw: dict) -> ControllerConfig:
     if c.sessions.shutdown not in ("terminate", "keep"):
         raise ConfigError("sessions.shutdown: terminate or keep")
     own = c.own_ipv4()
-    for r in c.routes:
-        if r.prefix.prefixlen == 32 and r.prefix.network_address in own:
-            # the controller puts each of its own addresses in the FIB as a /32
-            raise ConfigError(f"routes: {r.prefix} is one of the BNG's own addresses")
     if c.l2tp:
         from .l2tp.service import L2tpConfig        # its own parser: a typo fails at load, not at start
         try:
-            L2tpConfig.from_dict(c.l2tp)
+            own.add(L2tpConfig.from_dict(c.l2tp).local_address)
         except KeyError as e:
             raise ConfigError(f"l2tp: missing setting {e}") from e
         except (ValueError, TypeError) as e:
             raise ConfigError(str(e) if str(e).startswith("l2tp") else f"l2tp: {e}") from e
+    for r in c.routes:
+        if r.prefix.prefixlen == 32 and r.prefix.network_address in own:
+            # the controller puts each of its own addresses in the FIB as a /32
+            raise ConfigError(f"routes: {r.prefix} is one of the BNG's own addresses")
     return c

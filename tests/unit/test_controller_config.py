@@ -55,5 +55,8 @@ def test_a_static_route_to_one_of_our_addresses_is_refused():
     pools = {"p": {"prefix": "10.0.0.0/24", "gateway": "10.0.0.1"}}
     with pytest.raises(config.ConfigError, match=r"routes: 10\.0\.0\.1/32 is one of the BNG's own"):
         config.from_dict({"pools": pools, "routes": [{"prefix": "10.0.0.1/32", "via": "192.0.2.9"}]})
+    with pytest.raises(config.ConfigError, match=r"routes: 192\.0\.2\.1/32 is one of the BNG's own"):
+        config.from_dict({"pools": pools, "l2tp": {"local_address": "192.0.2.1", "lns": True},
+                          "routes": [{"prefix": "192.0.2.1/32", "via": "192.0.2.9"}]})
     cfg = config.from_dict({"pools": pools, "routes": [{"prefix": "10.0.0.0/30", "via": "192.0.2.9"}]})
     assert cfg.routes[0].prefix.prefixlen == 30
