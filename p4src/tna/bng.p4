@@ -14,9 +14,9 @@
  * Tofino 2 places it in its 20 MAU stages with 32k sessions per pipe (see
  * p4src/build/bng_tofino2/resources.txt). Tofino 1 has 12: the longest
  * chain of dependent tables and conditions (LNS upstream: local address,
- * L2TP length checks, session, anti-spoof, FIB, next hop, meter, verdict)
- * needs 17, so it does not fit without splitting the work between ingress
- * and egress.
+ * L2TP length checks, session, anti-spoof, FIB, next hop, MSS, meter,
+ * verdict) needs 17, so it does not fit; moving the meters and counters to
+ * egress does not shorten it (see README.md, "Limits of the Tofino build").
  */
 #include <core.p4>
 #if __TARGET_TOFINO__ == 2
@@ -58,8 +58,9 @@
 #define BNG_MSS_ABOVE_CLAMP true
 #define BNG_IPV4_LEN_BELOW_HEADER(len) (((len) & 0xfff0) == 0 || ((len) & 0xfffc) == 16)
 
-/* Per pipe: 64k sessions' meters do not fit the stages left after the
- * lookups (p4c-barefoot 9.13.4, Tofino 2). */
+/* Per pipe. A meter array sits in one MAU stage, and 32k two-rate meters
+ * take 42 of a Tofino 2 stage's 48 map RAMs: 64k would need each session
+ * meter split in two by the index's top bit (p4c-barefoot 9.13.4). */
 #define BNG_MAX_SESSIONS 32768
 
 #include "../include/bng.p4"
