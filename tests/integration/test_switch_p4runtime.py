@@ -307,7 +307,7 @@ def test_packet_channel_drops_bad_packet_outs_and_ends_when_its_client_is_no_lon
         frames = {tag: bytes(Ether(src="02:00:00:00:00:97", dst=H2_MAC, type=0x88B6) / (tag * 8))
                   for tag in (b"unknown-id", b"too-wide", b"good-one")}
         s.send(packet_socket.encode([(port_id, 2), (99999, 1)], frames[b"unknown-id"]))
-        s.send(packet_socket.encode([(port_id, 1 << port_bits)], frames[b"too-wide"]))
+        s.send(packet_socket.encode([(port_id, (1 << port_bits) | 2)], frames[b"too-wide"]))
         s.send(packet_socket.encode([(port_id, 2)], frames[b"good-one"]))
         seen, deadline = set(), time.time() + 3
         while time.time() < deadline:
@@ -322,7 +322,8 @@ def test_packet_channel_drops_bad_packet_outs_and_ends_when_its_client_is_no_lon
         try:
             assert other.connect().status.code == grpc.StatusCode.OK.value[0]
             s.settimeout(3)
-            assert s.recv(4096) == b"", "the demoted primary's channel stayed open"
+            while s.recv(65536):        # a packet-in punted meanwhile may come first
+                pass
         finally:
             other.close()
     finally:

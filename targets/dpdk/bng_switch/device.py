@@ -262,14 +262,16 @@ class Device:
             return p.packet_in_recv(buf, timeout_us)
 
     # ---- packet channel ----
-    def packet_channel_attach(self, fd: int | None) -> None:
+    def packet_channel_attach(self, fd: int | None) -> bool:
         """Serve the granted controller's socket fd from the library's
         thread (on this pipeline and the ones that replace it), or stop
-        serving (None). The caller owns fd and closes it after detaching."""
+        serving (None). The caller owns fd and closes it after detaching.
+        False if fd is not served (the library refused it)."""
         with self.lock:
             self._channel_stop()
             self._channel_fd = fd
             self._channel_start()
+            return fd is not None and (self.pipeline is None or self.pipeline.packet_channel_stats()[0])
 
     def packet_channel_serving(self) -> bool:
         """False once the library stopped serving the attached socket (the

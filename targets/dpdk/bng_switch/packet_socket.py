@@ -61,7 +61,7 @@ def decode(msg: bytes) -> tuple[list[tuple[int, int]], bytes]:
 class Channel(Protocol):
     """Who moves the granted client's packets (the Device, through libbsw)."""
 
-    def packet_channel_attach(self, fd: int | None) -> None: ...
+    def packet_channel_attach(self, fd: int | None) -> bool: ...
 
     def packet_channel_serving(self) -> bool: ...
 
@@ -141,25 +141,50 @@ class PacketSocket:
         except OSError:
             conn.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SEND_BUFFER)
         with self._lock:
-            if self._conn is not None:
-                self._end(self._conn)               # the primary reconnected: the newest wins
-            conn.send(b"OK")
-            self._channel.packet_channel_attach(conn.fileno())
-            self._conn, self._grant = conn, grant
+            # checked again under the lock: revalidate() may have run since
+            refused = "switch stopping" if self._stop.is_set() else None
+            if refused is None and not self._is_primary(*grant):
+                refused = f"election id {grant[2]} is no longer the primary of role '{grant[1]}'"
+            try:
+                # before the library's thread may send its first packet-in
+                conn.send(b"OK" if refused is None else b"ERR " + refused.encode())
+            except OSError:
+                refused = refused or "client gone"
+            if refused is None:
+                if self._conn is not None:
+                    self._end(self._conn)           # the primary reconnected: the newest wins
+                if self._channel.packet_channel_attach(conn.fileno()):
+                    self._conn, self._grant = conn, grant
+                else:                               # the client sees the channel close: stream
+                    self._channel.packet_channel_attach(None)
+                    refused = "the switch could not serve the channel (see its log)"
+                    log.error("packet channel of election id %s: %s", grant[2], refused)
+            if refused is not None:
+                self.stats["refused"] += 1
+                conn.close()
+                return
         self.stats["grants"] += 1
         log.info("packet channel granted to election id %s", grant[2])
         # The library serves the socket; this thread only notices the end.
         while not self._stop.wait(0.2):
+            serving = self._channel.packet_channel_serving()
             with self._lock:
                 if self._conn is not conn:
                     return
-                if not self._channel.packet_channel_serving():
+                if not serving:
                     log.info("packet channel of election id %s closed by the client", grant[2])
                     self._end(conn)
                     return
 
     def _end(self, conn: socket.socket) -> None:
-        """With the lock held: stop serving conn, then close it."""
+        """With the lock held: stop serving conn, then close it. The shutdown
+        comes first and needs no other lock: the library's thread sees the
+        socket end and stops moving packets at once, even while detaching
+        waits for the device (a pipeline commit holds it for seconds)."""
+        try:
+            conn.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
         if self._conn is conn:
             self._channel.packet_channel_attach(None)
             self._conn, self._grant = None, None

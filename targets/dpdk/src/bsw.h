@@ -233,7 +233,7 @@ struct bsw_channel_field {
 #define BSW_CHANNEL_MAX_FIELDS 32
 enum {
 	BSW_CHANNEL_PACKET_IN,		/* sent to the controller */
-	BSW_CHANNEL_PACKET_IN_DROPS,	/* shorter than the packet_in header, or too long */
+	BSW_CHANNEL_PACKET_IN_DROPS,	/* shorter than the packet_in header, too long, or unsent at the end */
 	BSW_CHANNEL_PACKET_OUT,		/* injected */
 	BSW_CHANNEL_PACKET_OUT_ERRORS,	/* malformed, unknown field, value too wide, ring full */
 	BSW_CHANNEL_N_STATS

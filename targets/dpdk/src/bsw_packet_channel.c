@@ -250,6 +250,8 @@ channel_main(void *arg)
 		if (idle_us < CHANNEL_MAX_IDLE_US)
 			idle_us *= 2;
 	}
+	if (ch->pending)		/* taken from the ring, never sent */
+		ch->stats[BSW_CHANNEL_PACKET_IN_DROPS]++;
 	ch->running = 0;
 	return NULL;
 }
