@@ -231,12 +231,12 @@ def test_forwarding_survives_client_disconnect_and_new_primary(lab, client):
         client.delete(*wire(client))
 
 
-def _channel(path: str, election_id: tuple[int, int]) -> tuple[socket.socket, bytes]:
+def _channel(path: str, election_id: tuple[int, int], role: str = "") -> tuple[socket.socket, bytes]:
     s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     s.settimeout(5)
     s.connect(path)
     s.send(packet_socket.MAGIC + json.dumps({"device_id": 1, "election_id": list(election_id),
-                                              "role": ""}).encode())
+                                              "role": role}).encode())
     return s, s.recv(4096)
 
 
@@ -246,6 +246,9 @@ def test_packet_channel_only_for_the_primary_and_carries_packets_both_ways(lab, 
     with the same P4Info metadata ids, as PacketIn/PacketOut."""
     s, reply = _channel(lab["pktio"], (0, 5))
     assert reply.startswith(b"ERR") and b"not the primary" in reply
+    s.close()
+    s, reply = _channel(lab["pktio"], (0, 10), role="acl-only")
+    assert reply.startswith(b"ERR") and b"default role" in reply
     s.close()
     s, reply = _channel(lab["pktio"], (0, 10))
     assert reply == b"OK"

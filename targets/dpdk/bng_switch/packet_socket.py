@@ -8,8 +8,9 @@ controller on the same host may instead exchange the very same packets
 over a Unix SOCK_SEQPACKET socket (`packet_socket:` in the switch config):
 
 - it connects and sends `BNGPKTIO1 ` + JSON {"device_id", "election_id":
-  [high, low], "role"}; the switch answers `OK` only if that election id is
-  the role's current P4Runtime primary (the controller must hold the
+  [high, low], "role"}; the switch answers `OK` only if the role is the
+  default one ("", which gets the stream's packet-ins too) and that election
+  id is its current P4Runtime primary (the controller must hold the
   stream), else `ERR <reason>` and closes. The grant ends when that client
   stops being primary: packet-ins then go to the stream again.
 - every later message, both ways, is one packet: a byte with the number of
@@ -125,6 +126,9 @@ class PacketSocket:
                 raise ValueError("not a packet channel client")
             req = json.loads(hello[len(MAGIC):])
             grant = (int(req["device_id"]), str(req.get("role", "")), tuple(int(x) for x in req["election_id"]))
+            if grant[1]:
+                # as on the stream, packet-ins go to the default role's primary
+                raise ValueError(f"role '{grant[1]}': the packet channel is for the default role")
             if not self._is_primary(*grant):
                 raise ValueError(f"election id {grant[2]} is not the primary of role '{grant[1]}'")
         except (ValueError, KeyError, TypeError, OSError) as e:
