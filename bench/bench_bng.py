@@ -144,7 +144,6 @@ def run_child(args) -> dict:
 
     from bench.bench_dataplane import insert_update, make_pcap, measure_mpps
     from bng_lab.in_process import load_program, start_eal
-    from bng_lab.switch_process import program_files
     from bng_switch import libbsw, switch_config
     from bng_switch.table_store import TableStore
 
@@ -159,8 +158,7 @@ def run_child(args) -> dict:
     mode = "compiled-only" if args.mode == "compiled" else "interpreted"
 
     prog = load_program("bng", work, "bng.spec")
-    p4info_path, _ = program_files("bng")
-    enums = json.loads((p4info_path.parent / "bng.enums.json").read_text())
+    enums = json.loads((prog.build_dir / "bng.enums.json").read_text())
     drop_names, punt_names = enums["DropReason_t"]["members"], enums["PuntReason_t"]["members"]
     step = max(1, args.sessions // args.flows)
     flows = list(range(0, args.sessions, step))[:args.flows]

@@ -30,6 +30,7 @@ class Program:
     """A compiled program of p4src/build, its spec written where
     pipeline_build can read it."""
     spec_path: Path
+    build_dir: Path                  # p4src/build/<name>: the program's other outputs
     spec_text: str
     context: dict | None
     p4info: p4info_pb2.P4Info
@@ -43,4 +44,5 @@ def load_program(name: str, work: Path, spec_name: str = "p.spec") -> Program:
     spec_text, context = decode_device_config(dc.read_bytes())
     spec_path = Path(work) / spec_name
     spec_path.write_text(spec_text)
-    return Program(spec_path, spec_text, context, text_format.Parse(p4info_path.read_text(), p4info_pb2.P4Info()))
+    return Program(spec_path, p4info_path.parent, spec_text, context,
+                   text_format.Parse(p4info_path.read_text(), p4info_pb2.P4Info()))

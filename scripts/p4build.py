@@ -148,14 +148,14 @@ def compile_tna(prog: Program, p4c: str) -> None:
         subprocess.run(cmd, check=True)
         resources = next(Path(work).rglob("resources.json"))
         summary = resource_summary(json.loads(resources.read_text()), prog.target)
-        lost = parser_headers_lost(next(Path(work).rglob("*.bfa")).read_text(), P4SRC / "include" / "parser.p4")
-        if lost:
-            raise SystemExit(f"{n}: the compiled ingress parser never extracts {', '.join(lost)}: "
-                             "this p4c-barefoot drops select branches (p4lang/p4c#5753)")
         bfas = find_bfas(p4c)
-        if bfas is not None:
-            # what p4c's driver script runs after the compiler, per pipe
-            for asm in Path(work).rglob("*.bfa"):
+        for asm in sorted(Path(work).rglob("*.bfa")):           # one per pipe
+            lost = parser_headers_lost(asm.read_text(), P4SRC / "include" / "parser.p4")
+            if lost:
+                raise SystemExit(f"{n}: the compiled ingress parser never extracts {', '.join(lost)}: "
+                                 "this p4c-barefoot drops select branches (p4lang/p4c#5753)")
+            if bfas is not None:
+                # what p4c's driver script runs after the compiler
                 acmd = [bfas, "--no-warn", "--no-bin", "--target", prog.target, "--table-handle-offset0",
                         "-o", str(asm.parent), str(asm)]
                 print(" ".join(acmd))

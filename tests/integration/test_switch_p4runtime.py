@@ -213,6 +213,14 @@ def test_meter_and_register(client):
     assert client.read(p4r.Entity(register_entry=q))[0].register_entry.data.bitstring == b"\x12\x34"
 
 
+def _primary_again(client) -> None:
+    """After a higher election id left: ask, and wait until client is told
+    it is primary again."""
+    client.send_arbitration()
+    while client.arbitration.get(timeout=5).status.code != grpc.StatusCode.OK.value[0]:
+        pass
+
+
 def test_forwarding_survives_client_disconnect_and_new_primary(lab, client):
     client.insert(*wire(client))
     try:
@@ -221,11 +229,7 @@ def test_forwarding_survives_client_disconnect_and_new_primary(lab, client):
         other.close()
         assert ping(lab["h1"], "10.9.0.2", count=2)
         # The old primary is primary again once the higher one left.
-        client.send_arbitration()
-        while True:
-            arb = client.arbitration.get(timeout=5)
-            if arb.status.code == grpc.StatusCode.OK.value[0]:
-                break
+        _primary_again(client)
         assert len(client.read_table("port_fwd")) == 2
     finally:
         client.delete(*wire(client))
@@ -332,9 +336,7 @@ def test_packet_channel_drops_bad_packet_outs_and_ends_when_its_client_is_no_lon
     finally:
         rx.close()
         s.close()
-    client.send_arbitration()
-    while client.arbitration.get(timeout=5).status.code != grpc.StatusCode.OK.value[0]:
-        pass
+    _primary_again(client)
 
 
 def _send_and_count_at_h2(lab, frame: bytes, n: int) -> int:

@@ -271,7 +271,7 @@ class Device:
             self._channel_stop()
             self._channel_fd = fd
             self._channel_start()
-            return fd is not None and (self.pipeline is None or self.pipeline.packet_channel_stats()[0])
+            return self.packet_channel_serving()
 
     def packet_channel_serving(self) -> bool:
         """False once the library stopped serving the attached socket (the

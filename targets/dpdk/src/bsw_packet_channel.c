@@ -36,6 +36,7 @@
 #define CHANNEL_MIN_IDLE_US 20
 #define CHANNEL_MAX_IDLE_US 500
 #define CHANNEL_MSG_MAX 65536
+#define CHANNEL_FIELD_BYTES 12	/* per metadata field: u32 id, u64 value */
 
 struct bsw_packet_channel {
 	struct bsw_pipeline *bp;
@@ -49,7 +50,7 @@ struct bsw_packet_channel {
 	/* A packet-in the socket had no room for, in tx: sent before any other
 	 * packet-in is taken from the rings (which hold the rest meanwhile). */
 	uint32_t pending;
-	uint8_t tx[CHANNEL_MSG_MAX + 1 + BSW_CHANNEL_MAX_FIELDS * 12];
+	uint8_t tx[CHANNEL_MSG_MAX + 1 + BSW_CHANNEL_MAX_FIELDS * CHANNEL_FIELD_BYTES];
 	uint8_t rx[CHANNEL_MSG_MAX];
 	uint8_t frame[CHANNEL_MSG_MAX + 256];	/* + the controller header */
 };
@@ -135,7 +136,7 @@ channel_packet_ins(struct bsw_packet_channel *ch, uint32_t *moved)
 
 	for (i = 0; i < CHANNEL_BURST; i++) {
 		struct rte_mbuf *m;
-		uint32_t len, hdr = 1 + ch->n_in * 12;
+		uint32_t len, hdr = 1 + ch->n_in * CHANNEL_FIELD_BYTES;
 		const uint8_t *data;
 
 		if (channel_flush(ch) < 0)
@@ -155,8 +156,8 @@ channel_packet_ins(struct bsw_packet_channel *ch, uint32_t *moved)
 		data = rte_pktmbuf_read(m, 0, len, ch->frame);
 		ch->tx[0] = ch->n_in;
 		for (f = 0; f < ch->n_in; f++) {
-			put_u32(ch->tx + 1 + f * 12, ch->in[f].id);
-			put_u64(ch->tx + 5 + f * 12, bits_get(data, ch->in[f].bit_offset, ch->in[f].width));
+			put_u32(ch->tx + 1 + f * CHANNEL_FIELD_BYTES, ch->in[f].id);
+			put_u64(ch->tx + 5 + f * CHANNEL_FIELD_BYTES, bits_get(data, ch->in[f].bit_offset, ch->in[f].width));
 		}
 		memcpy(ch->tx + hdr, data + ch->in_bytes, len - ch->in_bytes);
 		rte_pktmbuf_free(m);
@@ -175,13 +176,13 @@ channel_decode_out(struct bsw_packet_channel *ch, uint32_t n)
 	if (n < 1)
 		return 0;
 	n_fields = ch->rx[0];
-	body = 1 + n_fields * 12;
+	body = 1 + n_fields * CHANNEL_FIELD_BYTES;
 	if (n < body || n - body + ch->out_bytes > CHANNEL_MSG_MAX)
 		return 0;
 	memset(ch->frame, 0, ch->out_bytes);
 	for (i = 0; i < n_fields; i++) {
-		uint32_t id = get_u32(ch->rx + 1 + i * 12);
-		uint64_t v = get_u64(ch->rx + 5 + i * 12);
+		uint32_t id = get_u32(ch->rx + 1 + i * CHANNEL_FIELD_BYTES);
+		uint64_t v = get_u64(ch->rx + 5 + i * CHANNEL_FIELD_BYTES);
 
 		for (f = 0; f < ch->n_out && ch->out[f].id != id; f++)
 			;
