@@ -82,6 +82,8 @@ def main() -> int:
     ap.add_argument("--rate", type=float, default=0, help="offered sessions/s (0: as fast as accepted)")
     ap.add_argument("--timeout", type=float, default=1800, help="give up on setup after this long")
     ap.add_argument("--topology", choices=("pppoe", "lac-lns"), default="pppoe")
+    ap.add_argument("--idle-us", type=int, default=20,
+                    help="the switches' worker idle back-off (switch config idle_us)")
     ap.add_argument("--json", help="write the figures here")
     ap.add_argument("--echo", action="store_true", help="show the processes' output")
     args = ap.parse_args()
@@ -103,11 +105,11 @@ def main() -> int:
     }
     tmp = Path(tempfile.mkdtemp(prefix="bench-setup-"))
     if args.topology == "pppoe":
-        lab = PppoeLab(tmp, echo=args.echo, idle_us=20, controller=bench_cfg).start()
+        lab = PppoeLab(tmp, echo=args.echo, idle_us=args.idle_us, controller=bench_cfg).start()
         controllers = {"controller": lab.controller}
         switches = {"switch": lab.switch}
     else:
-        lab = LacLnsLab(tmp, echo=args.echo, idle_us=20, lac=bench_cfg,
+        lab = LacLnsLab(tmp, echo=args.echo, idle_us=args.idle_us, lac=bench_cfg,
                         lns={**bench_cfg, "l2tp": {"tunnel": {"host_name": "lns1", "receive_window": 64}}}).start()
         controllers = {"lac": lab.lac, "lns": lab.controller}
         switches = {"lac_switch": lab.lac_switch, "lns_switch": lab.switch}
