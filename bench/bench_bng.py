@@ -35,7 +35,6 @@ import json
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -147,30 +146,21 @@ def _avg(sizes: list[int]) -> float:
     return round(sum(sizes) / len(sizes), 1)
 
 
-def measure_p4_l2fwd(lib, args, work: Path, iospecs: list[str], dpdk_include: str,
+def measure_p4_l2fwd(lib, args, work: Path, iospecs: list[str], dpdk_include: str, mode: str,
                      one_step: bool) -> list[float]:
     """The p4_l2fwd baseline over the frames the pcap port holds (dst MACs
     02:00:00:x:y:z, as bench_dataplane.make_pcap writes them), with
     args.sessions entries. Refused unless every frame received was sent out
     of the port: SWX sends what the pipeline drops to a port of its own."""
-    from bench.bench_dataplane import insert_update, measure_mpps
+    from bench.bench_dataplane import insert_update, measure_mpps, pipeline_with_entries
     from bng_lab.in_process import load_program
-    from bng_switch import libbsw
-    from bng_switch.table_store import TableStore
 
-    prog = load_program("l2fwd", work, "l2fwd.spec")
-    mode = "compiled-only" if args.mode == "compiled" else "interpreted"
-    p = lib.pipeline_build(str(prog.spec_path), str(work), dpdk_include, iospecs, mode)
-    p.table_lookup_set(one_step)
-    pmap = prog.pipeline_map()
-    pmap.bind(p)
-    store = TableStore(pmap)
-    ops, undo = libbsw.OpBatch(), []
-    for i in range(args.sessions):
-        store.apply(insert_update(pmap, "l2_fwd", {"dst_addr": 0x020000000000 | i}, "forward", {"port": PORT}),
-                    ops, undo)
-    store.add_rebuilds(ops)
-    p.table_commit(ops)
+    def updates(pmap):
+        for i in range(args.sessions):
+            yield insert_update(pmap, "l2_fwd", {"dst_addr": 0x020000000000 | i}, "forward", {"port": PORT})
+
+    p, _, _ = pipeline_with_entries(lib, load_program("l2fwd", work, "l2fwd.spec"), work, iospecs, dpdk_include,
+                                    mode, one_step, updates)
     runs = [measure_mpps(p, PORT, args.seconds, args.workers) for _ in range(args.runs)]
     st = p.port_stats(PORT)
     p.free()
@@ -185,10 +175,9 @@ def run_child(args) -> dict:
     from scapy.layers.l2 import Ether
     from scapy.utils import wrpcap
 
-    from bench.bench_dataplane import insert_update, make_pcap, measure_mpps
+    from bench.bench_dataplane import insert_update, make_pcap, measure_mpps, pipeline_with_entries
     from bng_lab.in_process import load_program, start_eal
-    from bng_switch import libbsw, switch_config
-    from bng_switch.table_store import TableStore
+    from bng_switch import switch_config
 
     work = Path(tempfile.mkdtemp(prefix="bench-bng-"))
     pcap = work / "in.pcap"
@@ -215,27 +204,17 @@ def run_child(args) -> dict:
         res["baseline"] = {"frame_size": size, "avg_frame_b": _avg(frame_sizes(size, 1024)),
                            "runs": [measure_mpps(base, PORT, args.seconds, args.workers) for _ in range(args.runs)]}
         base.free()
-        res["p4_l2fwd"] = {"frame_size": size, "avg_frame_b": _avg(frame_sizes(size, 1024)),
-                           "runs": measure_p4_l2fwd(lib, args, work, iospecs, cfg.dpdk_include, one_step)}
+        res["p4_l2fwd"] = {**res["baseline"],      # the same frames
+                           "runs": measure_p4_l2fwd(lib, args, work, iospecs, cfg.dpdk_include, mode, one_step)}
         for role in args.roles.split(","):
             pkts = frames(role, flows, size)
             wrpcap(str(pcap), [Ether(b) for b in pkts])
-            p = lib.pipeline_build(str(prog.spec_path), str(work), cfg.dpdk_include, iospecs, mode)
-            p.table_lookup_set(one_step)
-            pmap = prog.pipeline_map()
-            pmap.bind(p)
-            store = TableStore(pmap)
 
-            def entry(table, fields, action, params):
-                return insert_update(pmap, table, fields, action, params)
+            def updates(pmap, role=role):
+                return entries(role, args.sessions, lambda *e: insert_update(pmap, *e))
 
-            t0 = time.perf_counter()
-            ops, undo = libbsw.OpBatch(), []
-            for u in entries(role, args.sessions, entry):
-                store.apply(u, ops, undo)
-            store.add_rebuilds(ops)
-            p.table_commit(ops)
-            install_s = time.perf_counter() - t0
+            p, n_ops, install_s = pipeline_with_entries(lib, prog, work, iospecs, cfg.dpdk_include, mode, one_step,
+                                                        updates)
             drops_before = sum(p.regarray_read("drops_0_packets", i) for i in drop_names.values())
             runs = [measure_mpps(p, PORT, args.seconds, args.workers) for _ in range(args.runs)]
             stats = p.port_stats(PORT)
@@ -248,7 +227,7 @@ def run_child(args) -> dict:
                 raise SystemExit(f"{role} {size}: not forwarding (rx {stats['rx_pkts']}, counted by sessions "
                                  f"{forwarded}, drops {reasons}, punts {punts})")
             res[role] = {"frame_size": size, "avg_frame_b": _avg([len(b) + 4 for b in pkts]), "runs": runs,
-                         "entries": len(ops), "install_s": round(install_s, 1)}
+                         "entries": n_ops, "install_s": round(install_s, 1)}
             p.free()
     return out
 

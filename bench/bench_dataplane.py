@@ -79,6 +79,28 @@ def insert_update(pmap, table: str, fields: dict, action: str, params: dict):
     return u
 
 
+def pipeline_with_entries(lib, prog, work: Path, iospecs: list[str], dpdk_include: str, mode: str,
+                          one_step: bool, updates) -> tuple[object, int, float]:
+    """prog built into a pipeline, with the P4Runtime INSERTs that
+    updates(pmap) yields committed through the server's TableStore; returns
+    (pipeline, table ops committed, seconds the install took)."""
+    from bng_switch import libbsw
+    from bng_switch.table_store import TableStore
+
+    p = lib.pipeline_build(str(prog.spec_path), str(work), dpdk_include, iospecs, mode)
+    p.table_lookup_set(one_step)
+    pmap = prog.pipeline_map()
+    pmap.bind(p)
+    store = TableStore(pmap)
+    t0 = time.perf_counter()
+    ops, undo = libbsw.OpBatch(), []
+    for u in updates(pmap):
+        store.apply(u, ops, undo)
+    store.add_rebuilds(ops)
+    p.table_commit(ops)
+    return p, len(ops), time.perf_counter() - t0
+
+
 def measure_mpps(p, port: int, seconds: float, workers: int) -> float:
     """Packets the pipeline received on `port` per second per worker, after
     half a second of warm-up."""
@@ -112,8 +134,7 @@ def run_modes(script: str, args, keys: tuple[str, ...]) -> dict | None:
 def run_child(args) -> dict:
     """In a child process (it owns the EAL): all measurements of one mode."""
     from bng_lab.in_process import load_program, start_eal
-    from bng_switch import libbsw, switch_config
-    from bng_switch.table_store import TableStore
+    from bng_switch import switch_config
 
     work = Path(tempfile.mkdtemp(prefix="bench-dp-"))
     pcap = work / "in.pcap"
@@ -135,23 +156,14 @@ def run_child(args) -> dict:
         out["baseline"].append(measure(base))
     base.free()
 
-    prog = load_program(args.program, work)
-    p = lib.pipeline_build(str(prog.spec_path), str(work), cfg.dpdk_include, iospecs,
-                           "compiled-only" if args.mode == "compiled" else "interpreted")
-    p.table_lookup_set(cfg.table_lookup == "one-step")   # as the switch runs it
-    pmap = prog.pipeline_map()
-    pmap.bind(p)
-    store = TableStore(pmap)
+    def updates(pmap):
+        yield insert_update(pmap, "port_fwd", {"in_port": 1}, "forward", {"port": 1})
+        for i in range(args.entries):
+            yield insert_update(pmap, "l2_fwd", {"dst_addr": 0x020000000000 | i}, "forward", {"port": 1})
 
-    def entry(table, fields, action, params):
-        return insert_update(pmap, table, fields, action, params)
-
-    ops, undo = libbsw.OpBatch(), []
-    store.apply(entry("port_fwd", {"in_port": 1}, "forward", {"port": 1}), ops, undo)
-    for i in range(args.entries):
-        store.apply(entry("l2_fwd", {"dst_addr": 0x020000000000 | i}, "forward", {"port": 1}), ops, undo)
-    store.add_rebuilds(ops)
-    p.table_commit(ops)
+    p, _, _ = pipeline_with_entries(lib, load_program(args.program, work), work, iospecs, cfg.dpdk_include,
+                                    "compiled-only" if args.mode == "compiled" else "interpreted",
+                                    cfg.table_lookup == "one-step", updates)   # lookups as the switch runs them
     for _ in range(args.runs):
         out["program"].append(measure(p))
     p.free()
