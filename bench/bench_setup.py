@@ -84,6 +84,9 @@ def main() -> int:
     ap.add_argument("--topology", choices=("pppoe", "lac-lns"), default="pppoe")
     ap.add_argument("--idle-us", type=int, default=20,
                     help="the switches' worker idle back-off (switch config idle_us)")
+    ap.add_argument("--no-pin", action="store_true",
+                    help="leave the processes where the kernel puts them (default: the lab's CPU layout, "
+                         "controllers on a CPU of their own: bng_lab.cpu_layout)")
     ap.add_argument("--json", help="write the figures here")
     ap.add_argument("--echo", action="store_true", help="show the processes' output")
     args = ap.parse_args()
@@ -105,15 +108,18 @@ def main() -> int:
     }
     tmp = Path(tempfile.mkdtemp(prefix="bench-setup-"))
     if args.topology == "pppoe":
-        lab = PppoeLab(tmp, echo=args.echo, idle_us=args.idle_us, controller=bench_cfg).start()
+        lab = PppoeLab(tmp, echo=args.echo, idle_us=args.idle_us, controller=bench_cfg,
+                       pin_cpus=not args.no_pin).start()
         controllers = {"controller": lab.controller}
         switches = {"switch": lab.switch}
     else:
-        lab = LacLnsLab(tmp, echo=args.echo, idle_us=args.idle_us, lac=bench_cfg,
+        lab = LacLnsLab(tmp, echo=args.echo, idle_us=args.idle_us, lac=bench_cfg, pin_cpus=not args.no_pin,
                         lns={**bench_cfg, "l2tp": {"tunnel": {"host_name": "lns1", "receive_window": 64}}}).start()
         controllers = {"lac": lab.lac, "lns": lab.controller}
         switches = {"lac_switch": lab.lac_switch, "lns_switch": lab.switch}
-    out: dict = {"topology": args.topology, "sessions": n, "outstanding": args.outstanding}
+    out: dict = {"topology": args.topology, "sessions": n, "outstanding": args.outstanding,
+                 "cpus": ({"controllers": [list(c) for c in lab.cpus.controllers], "switches": list(lab.cpus.switch),
+                           "emulator": list(lab.cpus.emulator)} if lab.cpus else "not pinned")}
     try:
         print(f"baseline: P4Runtime packet-out ceiling of this switch ...", flush=True)
         first_sw = next(iter(switches.values()))

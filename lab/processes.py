@@ -12,6 +12,7 @@ from pathlib import Path
 
 import yaml
 
+from .cpu_layout import taskset
 from .switch_process import ROOT
 
 EMULATOR = ROOT / "emulator" / "build" / "subemu"
@@ -124,7 +125,9 @@ class ControllerProcess(LoggedProcess):
 class EmulatorProcess(LoggedProcess):
     """subemu inside a namespace; its JSON status file is the way to watch it."""
 
-    def __init__(self, tmp: Path, name: str, netns: str, iface: str, args: list[str], echo: bool = False):
+    def __init__(self, tmp: Path, name: str, netns: str, iface: str, args: list[str], echo: bool = False,
+                 cpus: list[int] | tuple[int, ...] = ()):
+        """cpus: where it runs (empty: anywhere)."""
         super().__init__(name, echo)
         if not EMULATOR.exists():
             raise ProcessError(f"{EMULATOR} is not built (make -C emulator)")
@@ -132,6 +135,8 @@ class EmulatorProcess(LoggedProcess):
         self.report_file = tmp / f"{name}.report.json"
         self.cmd = ["ip", "netns", "exec", netns, str(EMULATOR), "--iface", iface,
                     "--status-file", str(self.status_file), "--report", str(self.report_file), *args]
+        if cpus:
+            self.cmd = taskset(cpus, self.cmd)
 
     def start(self) -> "EmulatorProcess":
         # an earlier run's files under the same name would answer status() and

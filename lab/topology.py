@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import netlab
+from .cpu_layout import CpuLayout, lab_layout
 from .processes import ControllerProcess, EmulatorProcess, LoggedProcess
 from .switch_process import BUILD, SwitchProcess
 
@@ -54,10 +55,12 @@ class PppoeLab:
     def __init__(self, tmp: Path | None = None, tag: str = "", access_port_type: str = "libpcap",
                  controller: dict | None = None, subscribers: dict | None = None,
                  addresses: LabAddresses | None = None, workers: int = 1, idle_us: int = 100,
-                 echo: bool = False, packet_channel: bool = True):
+                 echo: bool = False, packet_channel: bool = True, pin_cpus: bool = True):
         """packet_channel: the controller exchanges PacketIn/PacketOut with
         its switch over the switch's local socket instead of the P4Runtime
-        stream (bng_switch/packet_socket.py)."""
+        stream (bng_switch/packet_socket.py).
+        pin_cpus: controllers on a CPU of their own, switches and emulators
+        on the others (cpu_layout.py); False: wherever the kernel puts them."""
         self.tmp = tmp or Path(tempfile.mkdtemp(prefix="bng-lab-"))
         self.tag = tag or uuid.uuid4().hex[:4]
         self.net = netlab.NetLab(self.tag)
@@ -69,6 +72,7 @@ class PppoeLab:
         self.idle_us = idle_us
         self.echo = echo
         self.packet_channel = packet_channel
+        self.cpus: CpuLayout | None = lab_layout(workers, self.n_controllers) if pin_cpus else None
         self.switch: SwitchProcess | None = None
         self.controller: ControllerProcess | None = None
         self.emulators: list[EmulatorProcess] = []
@@ -104,7 +108,8 @@ class PppoeLab:
         ports = [self._access_port(sw_acc),
                  {"id": 2, "type": "af_packet", "iface": sw_core}]
         self.switch = SwitchProcess(self.tmp, f"lab{self.tag}", ports, workers=self.workers,
-                                    idle_us=self.idle_us, **self._pktio(f"lab{self.tag}")).start()
+                                    idle_us=self.idle_us, **self._pktio(f"lab{self.tag}"),
+                                    **self.switch_cpus()).start()
         self.controller = ControllerProcess(self.tmp, f"ctl{self.tag}", self.controller_config(),
                                             echo=self.echo).start()
         self.wait_next_hops()
@@ -128,6 +133,16 @@ class PppoeLab:
         if self.workers > 1 and self.access_port_type == "libpcap":
             port["distribute"] = True
         return port
+
+    n_controllers = 1
+
+    def switch_cpus(self) -> dict:
+        """The switch config's cpus key, where the lab pins."""
+        return {"cpus": list(self.cpus.switch)} if self.cpus else {}
+
+    def controller_cpus(self, index: int = 0) -> dict:
+        """The controller config's cpus key, where the lab pins."""
+        return {"cpus": self.cpus.controller(index)} if self.cpus else {}
 
     def _pktio(self, name: str) -> dict:
         return {"packet_socket": str(self.tmp / f"{name}.pkt")} if self.packet_channel else {}
@@ -167,12 +182,14 @@ class PppoeLab:
                                                   "accounting_file": str(self.tmp / "accounting.jsonl")}},
             "api_socket": str(self.tmp / "api.sock"),
             "metrics_listen": "",
+            **self.controller_cpus(),
         }
         return merge(cfg, self.controller_overrides)
 
     # ------------------------------------------------------------------
     def emulator(self, name: str, *args: str) -> EmulatorProcess:
-        e = EmulatorProcess(self.tmp, name, self.access_ns, self.access_if, list(args), echo=self.echo)
+        e = EmulatorProcess(self.tmp, name, self.access_ns, self.access_if, list(args), echo=self.echo,
+                            cpus=self.cpus.emulator if self.cpus else ())
         self.emulators.append(e)
         return e.start()
 
@@ -220,6 +237,7 @@ class LacLnsLab(PppoeLab):
     `lac` the LAC's controller."""
 
     LAC_IP = "100.65.0.1"
+    n_controllers = 2
     LNS_IP = "100.65.0.2"
     SECRET = "l2tp-secret"
 
@@ -262,10 +280,10 @@ class LacLnsLab(PppoeLab):
         netlab.sh("ip", "-n", ns, "route", "add", a.pool, "via", str(ipaddress.IPv4Interface(a.core_bng).ip))
         self.lac_switch = SwitchProcess(self.tmp, f"lac{self.tag}", [
             self._access_port(sw_acc), {"id": 2, "type": "af_packet", "iface": lac_tr}],
-            workers=self.workers, idle_us=self.idle_us, **self._pktio(f"lac{self.tag}")).start()
+            workers=self.workers, idle_us=self.idle_us, **self._pktio(f"lac{self.tag}"), **self.switch_cpus()).start()
         self.switch = SwitchProcess(self.tmp, f"lns{self.tag}", [
             {"id": 1, "type": "af_packet", "iface": lns_tr}, {"id": 2, "type": "af_packet", "iface": sw_core}],
-            workers=self.workers, idle_us=self.idle_us, **self._pktio(f"lns{self.tag}")).start()
+            workers=self.workers, idle_us=self.idle_us, **self._pktio(f"lns{self.tag}"), **self.switch_cpus()).start()
         lac_subs = self.write_subscribers("lac-subscribers", self.lac_subscribers or {"realms": {"lab.test": {
             "tunnels": [{"server": self.LNS_IP, "password": self.SECRET, "client_auth_id": "lac1",
                          "preference": 1}]}}})
@@ -281,7 +299,8 @@ class LacLnsLab(PppoeLab):
                          "l2tp": {"local_address": self.LAC_IP, "lac": True,
                                   "tunnel": {"host_name": "lac1", "hello_interval": 10}},
                          "aaa": {"backend": "local", "local": {"subscribers": str(lac_subs)}},
-                         "api_socket": str(self.tmp / "lac-api.sock")}, self.lac_overrides)
+                         "api_socket": str(self.tmp / "lac-api.sock"), **self.controller_cpus(1)},
+                        self.lac_overrides)
         lns_cfg = merge({**common, "name": f"lns-{self.tag}",
                          "switch": self._switch_section(self.switch),
                          "state_dir": str(self.tmp / "lns-state"), "bng_mac": "02:bb:00:00:00:02",
@@ -296,7 +315,8 @@ class LacLnsLab(PppoeLab):
                                   "tunnel": {"host_name": "lns1", "hello_interval": 10}},
                          "aaa": {"backend": "local", "local": {"subscribers": str(lns_subs),
                                                                "accounting_file": str(self.tmp / "lns-acct.jsonl")}},
-                         "api_socket": str(self.tmp / "lns-api.sock")}, self.lns_overrides)
+                         "api_socket": str(self.tmp / "lns-api.sock"), **self.controller_cpus(0)},
+                        self.lns_overrides)
         self.controller = ControllerProcess(self.tmp, f"lns{self.tag}", lns_cfg, echo=self.echo).start()
         self.lac = ControllerProcess(self.tmp, f"lac{self.tag}", lac_cfg, echo=self.echo).start()
         self.wait_next_hops(controller=self.controller)

@@ -11,6 +11,7 @@ import argparse
 import asyncio
 import json
 import logging
+import os
 import signal
 import sys
 from logging.handlers import QueueListener
@@ -45,6 +46,16 @@ def setup_logging(level: str, fmt: str) -> None:
     _, _log_listener = log_output.start(h, getattr(logging, level.upper()))
 
 
+def pin_to(cpus: list[int]) -> None:
+    """Every thread of the process onto cpus; threads started later inherit
+    the affinity of the thread that starts them."""
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            os.sched_setaffinity(int(tid), cpus)
+        except ProcessLookupError:             # a thread that has just ended
+            pass
+
+
 async def amain(args: argparse.Namespace) -> int:
     from . import config as config_mod
     from .aaa import make_backend
@@ -55,6 +66,8 @@ async def amain(args: argparse.Namespace) -> int:
     cfg = config_mod.load(args.config)
     if args.state_dir:
         cfg.state_dir = args.state_dir
+    if cfg.cpus:
+        pin_to(cfg.cpus)
     setup_logging(args.log_level or cfg.log_level, cfg.log_format)
     log = logging.getLogger("bng")
     aaa = make_backend(cfg.aaa)
@@ -93,7 +106,8 @@ async def amain(args: argparse.Namespace) -> int:
             await aaa.accounting_on()
         except Exception as e:
             log.warning("Accounting-On: %s", e)
-    log.info("bng-controller %s starting: switch %s, api %s", cfg.name, cfg.switch.address, cfg.api_socket)
+    log.info("bng-controller %s starting: switch %s, api %s, cpus %s", cfg.name, cfg.switch.address,
+             cfg.api_socket, ",".join(map(str, sorted(os.sched_getaffinity(0)))))
     run = asyncio.create_task(ctl.run(stop))
     await stop.wait()
     keep = api.keep_sessions or not terminate

@@ -8,6 +8,7 @@ example is configs/controller/pppoe.yaml.
 from __future__ import annotations
 
 import ipaddress
+import os
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -149,6 +150,10 @@ class ControllerConfig:
     log_format: str = "text"              # text or json (one object per line)
     l2tp: dict = field(default_factory=dict)   # LAC/LNS (l2tp/config.py)
     punt_policer: PuntPolicerConfig = field(default_factory=PuntPolicerConfig)
+    # CPUs the controller runs on (empty: wherever the kernel puts it). Its
+    # event loop is what bounds the setup rate: give it a CPU the switch's
+    # workers do not use (the switch config's cpus).
+    cpus: list[int] = field(default_factory=list)
 
     @property
     def state_path(self) -> Path:
@@ -222,6 +227,11 @@ def from_dict(raw: dict) -> ControllerConfig:
         raise ConfigError("pools: at least one IPv4 pool is needed")
     if c.default_pool and c.default_pool not in {p.name for p in c.pools}:
         raise ConfigError(f"default_pool: no pool named {c.default_pool!r}")
+    if c.cpus:
+        outside = sorted(set(c.cpus) - os.sched_getaffinity(0))
+        if outside:
+            raise ConfigError(f"cpus: {outside} are not among the CPUs this process may use "
+                              f"({','.join(map(str, sorted(os.sched_getaffinity(0))))})")
     if c.sessions.shutdown not in ("terminate", "keep"):
         raise ConfigError("sessions.shutdown: terminate or keep")
     own = c.own_ipv4()

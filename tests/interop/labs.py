@@ -47,7 +47,7 @@ class LnsLab(PppoeLab):
                   str(ipaddress.IPv4Interface(a.core_bng).ip))
         self.switch = SwitchProcess(self.tmp, f"lns{self.tag}", [
             {"id": 1, "type": "af_packet", "iface": sw_tr}, {"id": 2, "type": "af_packet", "iface": sw_core}],
-            workers=self.workers, idle_us=self.idle_us).start()
+            workers=self.workers, idle_us=self.idle_us, **self.switch_cpus()).start()
         subs = self.write_subscribers("lns-subscribers", self.subscribers)
         cfg = merge({
             "name": f"lns-{self.tag}", "pipeline": {"build_dir": str(BUILD / "bng"), "program": "bng"},
@@ -64,7 +64,7 @@ class LnsLab(PppoeLab):
                      "tunnel": {"host_name": "lns1", "hello_interval": 10}},
             "aaa": {"backend": "local", "local": {"subscribers": str(subs),
                                                   "accounting_file": str(self.tmp / "lns-acct.jsonl")}},
-            "api_socket": str(self.tmp / "lns-api.sock")}, self.lns_overrides)
+            "api_socket": str(self.tmp / "lns-api.sock"), **self.controller_cpus()}, self.lns_overrides)
         self.controller = ControllerProcess(self.tmp, f"lns{self.tag}", cfg, echo=self.echo).start()
         self.wait_next_hops()
 
@@ -91,7 +91,7 @@ class LacLab(PppoeLab):
         netlab.sh("ip", "-n", self.peer_ns, "addr", "add", f"{LNS_IP}/24", "dev", self.peer_if)
         self.switch = SwitchProcess(self.tmp, f"lac{self.tag}", [
             {"id": 1, "type": self.access_port_type, "iface": sw_acc}, {"id": 2, "type": "af_packet", "iface": sw_tr}],
-            workers=self.workers, idle_us=self.idle_us).start()
+            workers=self.workers, idle_us=self.idle_us, **self.switch_cpus()).start()
         subs = self.write_subscribers("lac-subscribers", self.lac_subscribers)
         cfg = merge({
             "name": f"lac-{self.tag}", "pipeline": {"build_dir": str(BUILD / "bng"), "program": "bng"},
@@ -103,7 +103,7 @@ class LacLab(PppoeLab):
             "pools": {"local": {"prefix": "10.255.0.0/24", "gateway": "10.255.0.1"}},
             "l2tp": {"local_address": LAC_IP, "lac": True, "tunnel": {"host_name": "lac1", "hello_interval": 10}},
             "aaa": {"backend": "local", "local": {"subscribers": str(subs)}},
-            "api_socket": str(self.tmp / "lac-api.sock")}, self.lac_overrides)
+            "api_socket": str(self.tmp / "lac-api.sock"), **self.controller_cpus()}, self.lac_overrides)
         self.controller = ControllerProcess(self.tmp, f"lac{self.tag}", cfg, echo=self.echo).start()
 
     def peer(self, *cmd: str, check: bool = True):

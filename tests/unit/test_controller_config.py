@@ -60,3 +60,11 @@ def test_a_static_route_to_one_of_our_addresses_is_refused():
                           "routes": [{"prefix": "192.0.2.1/32", "via": "192.0.2.9"}]})
     cfg = config.from_dict({"pools": pools, "routes": [{"prefix": "10.0.0.0/30", "via": "192.0.2.9"}]})
     assert cfg.routes[0].prefix.prefixlen == 30
+
+
+def test_cpus_must_be_cpus_the_controller_may_use(monkeypatch):
+    monkeypatch.setattr(config.os, "sched_getaffinity", lambda pid: {0, 1})
+    pool = {"p": {"prefix": "10.0.0.0/24", "gateway": "10.0.0.1"}}
+    assert config.from_dict({"pools": pool, "cpus": [1]}).cpus == [1]
+    with pytest.raises(config.ConfigError, match=r"cpus: \[2\] are not among"):
+        config.from_dict({"pools": pool, "cpus": [1, 2]})

@@ -17,7 +17,7 @@ def test_iospec_per_instance_with_cpu_ring_and_pcap():
     assert "port out 2 sink file none" in io1
     assert cfg.ports[0].devargs(2) == "net_af_packet_veth0,iface=veth0,qpairs=2,qdisc_bypass=1"
     argv = cfg.eal_argv()
-    assert "--no-huge" in argv and ("-l" in argv or "--lcores" in argv)
+    assert "--no-huge" in argv and "--lcores" in argv
 
 
 def test_libpcap_port_is_one_queue_pair_on_an_interface():
@@ -64,7 +64,17 @@ def test_lcores_beyond_the_cpus_are_mapped_round_robin(monkeypatch):
     argv = switch_config.from_dict({"name": "sw", "workers": 3, "ports": []}).eal_argv()
     assert argv[argv.index("--lcores") + 1] == "0@0,1@1,2@0,3@1"
     argv = switch_config.from_dict({"name": "sw", "workers": 1, "ports": []}).eal_argv()
-    assert argv[argv.index("-l") + 1] == "0-1"
+    assert argv[argv.index("--lcores") + 1] == "0@0,1@1"
+
+
+def test_cpus_place_the_lcores_and_must_be_usable(monkeypatch):
+    monkeypatch.setattr(switch_config.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
+    argv = switch_config.from_dict({"name": "sw", "workers": 2, "cpus": [2, 3], "ports": []}).eal_argv()
+    assert argv[argv.index("--lcores") + 1] == "0@2,1@3,2@2"
+    argv = switch_config.from_dict({"name": "sw", "workers": 1, "cpus": [0], "ports": []}).eal_argv()
+    assert argv[argv.index("--lcores") + 1] == "0@0,1@0"
+    with pytest.raises(switch_config.ConfigError, match=r"cpus \[5\] are not among"):
+        switch_config.from_dict({"name": "sw", "workers": 1, "cpus": [3, 5], "ports": []})
 
 
 def test_undistributed_libpcap_with_workers_and_distributed_pcap_are_refused():

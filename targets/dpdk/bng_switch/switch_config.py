@@ -72,6 +72,11 @@ class SwitchConfig:
     workers: int = 1
     idle_us: int = 200
     worker_nice: int = -10    # workers ahead of the control plane on shared cores (0: as started)
+    # CPUs for the lcores: the main lcore (gRPC, packet channel) on the
+    # first, worker k on the (k+1)-th, round robin when there are fewer
+    # CPUs than lcores. Empty: the CPUs the process may use. Keep the
+    # controller's CPUs out of this list (lab/cpu_layout.py says why).
+    cpus: list[int] = field(default_factory=list)
     eal_args: list[str] = field(default_factory=list)
     hugepages: bool = False
     mempool_mbufs: int = 16384
@@ -89,14 +94,11 @@ class SwitchConfig:
     def eal_argv(self) -> list[str]:
         if self.eal_args:
             return [self.name] + list(self.eal_args)
-        cpus = sorted(os.sched_getaffinity(0))
-        if self.workers + 1 <= len(cpus):
-            lcores = ["-l", f"0-{self.workers}"]
-        else:
-            # More lcores than CPUs (a multi-worker test on a small box):
-            # map them round robin; the idle back-off keeps that bearable,
-            # but it measures nothing about speed.
-            lcores = ["--lcores", ",".join(f"{k}@{cpus[k % len(cpus)]}" for k in range(self.workers + 1))]
+        cpus = list(self.cpus) or sorted(os.sched_getaffinity(0))
+        # More lcores than CPUs (a multi-worker test on a small box, a lab
+        # that keeps a CPU for its controller) go round robin: the idle
+        # back-off keeps that bearable, but it measures nothing about speed.
+        lcores = ["--lcores", ",".join(f"{k}@{cpus[k % len(cpus)]}" for k in range(self.workers + 1))]
         argv = [self.name, *lcores, "--no-telemetry", "--log-level", "*:notice"]
         if not any(p.type == "pci" for p in self.ports):
             argv.append("--no-pci")
@@ -161,6 +163,12 @@ class SwitchConfig:
             raise ConfigError(f"table_lookup {self.table_lookup!r}: one of {TABLE_LOOKUPS}")
         if not 1 <= self.workers <= 16:
             raise ConfigError("workers must be 1..16")
+        if self.cpus and not self.eal_args:
+            allowed = os.sched_getaffinity(0)
+            outside = sorted(set(self.cpus) - allowed)
+            if outside:
+                raise ConfigError(f"cpus {outside} are not among the CPUs this process may use "
+                                  f"({','.join(map(str, sorted(allowed)))})")
 
 
 MEMPOOL = "MEMPOOL0"
