@@ -11,6 +11,7 @@ from .p4info_names import P4InfoNames
 
 Value = int | bytes
 _MT = p4info_pb2.MatchField
+_EXACT, _LPM, _TERNARY, _OPTIONAL = _MT.EXACT, _MT.LPM, _MT.TERNARY, _MT.OPTIONAL
 
 
 def encode(value: Value, bitwidth: int) -> bytes:
@@ -23,40 +24,74 @@ def encode(value: Value, bitwidth: int) -> bytes:
 
 
 class EntryBuilder:
+    """Entries by name. Each name is resolved against the P4Info once and
+    kept as plain ids and widths: a session's entries are built while the
+    controller's one event loop sets sessions up, and reading the P4Info's
+    protobuf messages field by field for every entry was half of the cost
+    of building one."""
+
     def __init__(self, names: P4InfoNames):
         self.names = names
+        self._table_ids: dict[str, int] = {}
+        self._action_ids: dict[str, int] = {}
+        self._fields: dict[tuple[str, str], tuple[int, int, int]] = {}   # -> id, match type, bitwidth
+        self._params: dict[tuple[str, str], tuple[int, int]] = {}        # -> id, bitwidth
+
+    def _table_id(self, table: str) -> int:
+        tid = self._table_ids.get(table)
+        if tid is None:
+            tid = self._table_ids[table] = self.names.table(table).preamble.id
+        return tid
+
+    def _action_id(self, action: str) -> int:
+        aid = self._action_ids.get(action)
+        if aid is None:
+            aid = self._action_ids[action] = self.names.action(action).preamble.id
+        return aid
+
+    def _field(self, table: str, field: str) -> tuple[int, int, int]:
+        f = self._fields.get((table, field))
+        if f is None:
+            mf = self.names.match_field(table, field)
+            f = self._fields[(table, field)] = (mf.id, mf.match_type, mf.bitwidth)
+        return f
+
+    def _param(self, action: str, param: str) -> tuple[int, int]:
+        p = self._params.get((action, param))
+        if p is None:
+            pi = self.names.param(action, param)
+            p = self._params[(action, param)] = (pi.id, pi.bitwidth)
+        return p
 
     def table_entry(self, table: str, match: dict[str, object] | None = None, action: str | None = None,
                     params: dict[str, Value] | None = None, priority: int = 0,
                     default: bool = False) -> p4r.TableEntry:
         """match values: int/bytes (exact), (value, prefix_len) for LPM,
         (value, mask) for ternary, per the field's match type."""
-        n = self.names
-        t = n.table(table)
-        te = p4r.TableEntry(table_id=t.preamble.id, priority=priority, is_default_action=default)
+        te = p4r.TableEntry(table_id=self._table_id(table), priority=priority, is_default_action=default)
         for fname, v in (match or {}).items():
-            mf = n.match_field(table, fname)
+            fid, mtype, width = self._field(table, fname)
+            if mtype == _EXACT:
+                te.match.add(field_id=fid).exact.value = encode(v, width)
             # P4Runtime: a wildcard (LPM /0, ternary mask 0) is an omitted field
-            if (mf.match_type == _MT.LPM and v[1] == 0) or (mf.match_type == _MT.TERNARY and v[1] == 0):
-                continue
-            fm = te.match.add(field_id=mf.id)
-            if mf.match_type == _MT.EXACT:
-                fm.exact.value = encode(v, mf.bitwidth)
-            elif mf.match_type == _MT.LPM:
-                fm.lpm.value, fm.lpm.prefix_len = encode(v[0], mf.bitwidth), v[1]
-            elif mf.match_type == _MT.TERNARY:
-                fm.ternary.value, fm.ternary.mask = encode(v[0], mf.bitwidth), encode(v[1], mf.bitwidth)
-            elif mf.match_type == _MT.OPTIONAL:
-                fm.optional.value = encode(v, mf.bitwidth)
+            elif mtype == _LPM:
+                if v[1]:
+                    fm = te.match.add(field_id=fid)
+                    fm.lpm.value, fm.lpm.prefix_len = encode(v[0], width), v[1]
+            elif mtype == _TERNARY:
+                if v[1]:
+                    fm = te.match.add(field_id=fid)
+                    fm.ternary.value, fm.ternary.mask = encode(v[0], width), encode(v[1], width)
+            elif mtype == _OPTIONAL:
+                te.match.add(field_id=fid).optional.value = encode(v, width)
             else:
-                raise ValueError(f"match type {mf.match_type} of {fname} not supported")
+                raise ValueError(f"match type {mtype} of {fname} not supported")
         if action is not None:
-            a = n.action(action)
             act = te.action.action
-            act.action_id = a.preamble.id
+            act.action_id = self._action_id(action)
             for pname, v in (params or {}).items():
-                p = n.param(action, pname)
-                act.params.add(param_id=p.id, value=encode(v, p.bitwidth))
+                pid, width = self._param(action, pname)
+                act.params.add(param_id=pid, value=encode(v, width))
         return te
 
     def counter_entry(self, counter: str, index: int | None = None) -> p4r.CounterEntry:
