@@ -343,6 +343,7 @@ def markdown(report: dict, plots: list[Path]) -> str:
                   f"- {st['established']}/{st['sessions']} established, {st['failed']} failed, {st['flaps']} flaps; "
                   f"setup rate {st['setup_rate_cps']}/s (runs: {runs}); setup time p50 "
                   f"{st['setup_time_ms']['p50']:.0f} ms, p95 {st['setup_time_ms']['p95']:.0f} ms",
+                  f"- CPUs: {st.get('cpus', 'not recorded')}",
                   f"- CPU ms per session: {st['cpu_ms_per_session']}; packet-in/out messages per session "
                   f"{st['stream_messages_per_session']}; table writes in flight "
                   f"{st['table_writes']['in_flight_share']:.0%} of the time",

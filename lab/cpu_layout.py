@@ -10,8 +10,8 @@ CPU with the switch's worker, which runs at nice -10 and wakes thousands of
 times a second: the controller was runnable all the time but ran only 77% of
 it (schedstat: 25% waiting for a CPU), with 6,000 preemptions a second, while
 the machine as a whole was 27% idle. Pinned like this, `make bench-setup`
-(12k sessions) went from 765-975 to 1,420-1,560 sessions/s in alternating
-runs, and LAC -> LNS (4k sessions) from 267 to 584/s.
+(12k sessions, six alternating pairs) went from 690-975 to 1,270-1,560
+sessions/s, and LAC -> LNS (4k sessions) from 267 to 584/s.
 """
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import netlab
-from .cpu_layout import CpuLayout, lab_layout
+from .cpu_layout import CpuLayout, lab_layout, taskset
 from .processes import ControllerProcess, EmulatorProcess, LoggedProcess
 from .switch_process import BUILD, SwitchProcess
 
@@ -52,6 +52,8 @@ def merge(cfg: dict, overrides: dict) -> dict:
 
 
 class PppoeLab:
+    n_controllers = 1                 # CPUs the layout sets apart for controllers, at most
+
     def __init__(self, tmp: Path | None = None, tag: str = "", access_port_type: str = "libpcap",
                  controller: dict | None = None, subscribers: dict | None = None,
                  addresses: LabAddresses | None = None, workers: int = 1, idle_us: int = 100,
@@ -134,8 +136,6 @@ class PppoeLab:
             port["distribute"] = True
         return port
 
-    n_controllers = 1
-
     def switch_cpus(self) -> dict:
         """The switch config's cpus key, where the lab pins."""
         return {"cpus": list(self.cpus.switch)} if self.cpus else {}
@@ -143,6 +143,11 @@ class PppoeLab:
     def controller_cpus(self, index: int = 0) -> dict:
         """The controller config's cpus key, where the lab pins."""
         return {"cpus": self.cpus.controller(index)} if self.cpus else {}
+
+    def helper_cmd(self, cmd: list[str]) -> list[str]:
+        """A helper process (traffic sink, lossy bridge) kept off the
+        controllers' CPUs, where the lab pins."""
+        return taskset(self.cpus.emulator, cmd) if self.cpus else cmd
 
     def _pktio(self, name: str) -> dict:
         return {"packet_socket": str(self.tmp / f"{name}.pkt")} if self.packet_channel else {}
@@ -198,9 +203,9 @@ class PppoeLab:
         reflect, each datagram goes back to its sender: downstream traffic).
         Its counters are in `self.tmp / f"sink{port}.json"`."""
         p = LoggedProcess(f"sink{port}", self.echo)
-        p._launch(["ip", "netns", "exec", self.core_ns, sys.executable, "-m", "bng_lab.udp_sink",
-                   "--port", str(port), "--status", str(self.tmp / f"sink{port}.json"),
-                   *(["--reflect"] if reflect else [])])
+        p._launch(self.helper_cmd(["ip", "netns", "exec", self.core_ns, sys.executable, "-m", "bng_lab.udp_sink",
+                                   "--port", str(port), "--status", str(self.tmp / f"sink{port}.json"),
+                                   *(["--reflect"] if reflect else [])]))
         p.wait_for("udp sink", 10)
         self.helpers.append(p)
         return p
@@ -237,9 +242,9 @@ class LacLnsLab(PppoeLab):
     `lac` the LAC's controller."""
 
     LAC_IP = "100.65.0.1"
-    n_controllers = 2
     LNS_IP = "100.65.0.2"
     SECRET = "l2tp-secret"
+    n_controllers = 2
 
     def __init__(self, *args, lac: dict | None = None, lns: dict | None = None, transit_loss: float = 0.0,
                  lac_subscribers: dict | None = None, **kw):
@@ -267,8 +272,8 @@ class LacLnsLab(PppoeLab):
             lns_tr, br_b = self.net.veth("snt", "brb", mtu=1600)
             p = LoggedProcess("bridge", self.echo)
             self.bridge_status = self.tmp / "bridge.json"
-            p._launch([sys.executable, "-m", "bng_lab.lossy_bridge", br_a, br_b, "--loss", str(self.transit_loss),
-                       "--status", str(self.bridge_status)])
+            p._launch(self.helper_cmd([sys.executable, "-m", "bng_lab.lossy_bridge", br_a, br_b,
+                                       "--loss", str(self.transit_loss), "--status", str(self.bridge_status)]))
             p.wait_for("bridging", 10)
             self.helpers.append(p)
         else:
