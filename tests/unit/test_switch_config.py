@@ -75,6 +75,8 @@ def test_cpus_place_the_lcores_and_must_be_usable(monkeypatch):
     assert argv[argv.index("--lcores") + 1] == "0@0,1@0"
     with pytest.raises(switch_config.ConfigError, match=r"cpus \[5\] are not among"):
         switch_config.from_dict({"name": "sw", "workers": 1, "cpus": [3, 5], "ports": []})
+    with pytest.raises(switch_config.ConfigError, match="with eal_args"):
+        switch_config.from_dict({"name": "sw", "cpus": [0], "eal_args": ["-l", "0-1"], "ports": []})
 
 
 def test_undistributed_libpcap_with_workers_and_distributed_pcap_are_refused():

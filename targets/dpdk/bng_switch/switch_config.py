@@ -163,7 +163,9 @@ class SwitchConfig:
             raise ConfigError(f"table_lookup {self.table_lookup!r}: one of {TABLE_LOOKUPS}")
         if not 1 <= self.workers <= 16:
             raise ConfigError("workers must be 1..16")
-        if self.cpus and not self.eal_args:
+        if self.cpus and self.eal_args:
+            raise ConfigError("cpus and eal_args: with eal_args, name the lcores there (--lcores)")
+        if self.cpus:
             allowed = os.sched_getaffinity(0)
             outside = sorted(set(self.cpus) - allowed)
             if outside:
