@@ -129,6 +129,10 @@ def print_howto(lab: PppoeLab, l2tp: bool, metrics: dict[str, int]) -> None:
     print(f"  subscribers:         ip netns exec {lab.access_ns} ... (subemu on {lab.access_if})")
     print(f"  core host:           ip netns exec {lab.core_ns} ping {lab.addr.gateway if not l2tp else '10.1.0.2'}")
     print(f"  logs and configs:    {lab.tmp}")
+    if lab.cpus:
+        c = lab.cpus
+        print(f"  CPUs:                controllers {','.join(str(x[0]) for x in c.controllers)}, "
+              f"switch lcores {','.join(map(str, c.switch))}, emulator {','.join(map(str, c.emulator))}")
     print("lab: Ctrl-C stops it and removes everything", flush=True)
 
 
