@@ -228,10 +228,11 @@ def from_dict(raw: dict) -> ControllerConfig:
     if c.default_pool and c.default_pool not in {p.name for p in c.pools}:
         raise ConfigError(f"default_pool: no pool named {c.default_pool!r}")
     if c.cpus:
-        outside = sorted(set(c.cpus) - os.sched_getaffinity(0))
+        allowed = os.sched_getaffinity(0)
+        outside = sorted(set(c.cpus) - allowed)
         if outside:
             raise ConfigError(f"cpus: {outside} are not among the CPUs this process may use "
-                              f"({','.join(map(str, sorted(os.sched_getaffinity(0))))})")
+                              f"({','.join(map(str, sorted(allowed)))})")
     if c.sessions.shutdown not in ("terminate", "keep"):
         raise ConfigError("sessions.shutdown: terminate or keep")
     own = c.own_ipv4()
