@@ -29,6 +29,28 @@ spec_hash(FILE *f)
 	return h;
 }
 
+/* bsw_swx_exact_access.h's text, linked in by bsw_exact_access_text.S. */
+extern const char bsw_exact_access_h[];
+
+static uint64_t
+text_hash(uint64_t h, const char *s)
+{
+	for (; *s; s++)
+		h = (h ^ (uint8_t)*s) * 1099511628211ULL;
+	return h;
+}
+
+/* Whether the generated code gets the exact-width field accessors of
+ * bsw_swx_exact_access.h: always, unless BSW_SWX_EXACT_ACCESS=0 asks for
+ * DPDK's own (to measure the difference) or the build traces. */
+static int
+exact_access_wanted(int trace)
+{
+	const char *v = getenv("BSW_SWX_EXACT_ACCESS");
+
+	return !trace && !(v && !strcmp(v, "0"));
+}
+
 static int
 file_exists(const char *path)
 {
@@ -46,7 +68,7 @@ codegen_and_compile(const char *spec_path, const char *work_dir, const char *inc
 	uint32_t err_line = 0;
 	FILE *spec, *code;
 	uint64_t h;
-	int status, trace;
+	int status, trace, exact;
 
 	spec = fopen(spec_path, "r");
 	if (!spec) {
@@ -59,6 +81,9 @@ codegen_and_compile(const char *spec_path, const char *work_dir, const char *inc
 	trace = getenv("BSW_SWX_TRACE") && !strcmp(getenv("BSW_SWX_TRACE"), "1");
 	if (trace)
 		h ^= 0x7472616365ULL;
+	exact = exact_access_wanted(trace);
+	if (exact)
+		h = text_hash(h, bsw_exact_access_h);
 	snprintf(lib_path, lib_path_size, "%s/pipeline-%016llx.so", work_dir,
 		 (unsigned long long)h);
 	if (file_exists(lib_path)) {
@@ -73,6 +98,8 @@ codegen_and_compile(const char *spec_path, const char *work_dir, const char *inc
 		bsw_set_error("cannot write %s: %s", c_path, strerror(errno));
 		return -errno;
 	}
+	if (exact)
+		fprintf(code, "%s\n", bsw_exact_access_h);
 	status = rte_swx_pipeline_codegen(spec, code, &err_line, &err_msg);
 	fclose(spec);
 	fclose(code);
