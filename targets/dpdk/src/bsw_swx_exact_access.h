@@ -41,7 +41,7 @@
 
 /* The field's value as an unsigned number of its little-endian bytes (what
  * DPDK's masked 8-byte load yields). */
-static inline uint64_t
+static __rte_always_inline uint64_t
 bsw_ld(const uint8_t *p, uint32_t n_bits)
 {
 	uint64_t v64;
@@ -71,7 +71,7 @@ bsw_ld(const uint8_t *p, uint32_t n_bits)
 }
 
 /* Writes the low n_bits of v as the field's little-endian bytes. */
-static inline void
+static __rte_always_inline void
 bsw_st(uint8_t *p, uint32_t n_bits, uint64_t v)
 {
 	uint64_t v64, mask;
@@ -108,33 +108,33 @@ bsw_st(uint8_t *p, uint32_t n_bits, uint64_t v)
 	}
 }
 
-static inline uint8_t *
+static __rte_always_inline uint8_t *
 bsw_field(struct thread *t, const struct instr_operand *x)
 {
 	return &t->structs[x->struct_id][x->offset];
 }
 
 /* Host byte order value of a metadata field. */
-static inline uint64_t
+static __rte_always_inline uint64_t
 bsw_operand_hbo(struct thread *t, const struct instr_operand *x)
 {
 	return bsw_ld(bsw_field(t, x), x->n_bits);
 }
 
 /* Host byte order value of a header field (network byte order). */
-static inline uint64_t
+static __rte_always_inline uint64_t
 bsw_operand_nbo(struct thread *t, const struct instr_operand *x)
 {
 	return ntoh64(bsw_ld(bsw_field(t, x), x->n_bits)) >> (64 - x->n_bits);
 }
 
-static inline void
+static __rte_always_inline void
 bsw_set_hbo(struct thread *t, const struct instr_operand *x, uint64_t v)
 {
 	bsw_st(bsw_field(t, x), x->n_bits, v);
 }
 
-static inline void
+static __rte_always_inline void
 bsw_set_nbo(struct thread *t, const struct instr_operand *x, uint64_t v)
 {
 	bsw_st(bsw_field(t, x), x->n_bits, hton64(v << (64 - x->n_bits)));
@@ -142,7 +142,7 @@ bsw_set_nbo(struct thread *t, const struct instr_operand *x, uint64_t v)
 
 /* Raw bytes of a header field moved to a header field of another width:
  * the low-order (last) bytes are kept, or zeros are put in front. */
-static inline uint64_t
+static __rte_always_inline uint64_t
 bsw_raw_resize(uint64_t raw, uint32_t src_bits, uint32_t dst_bits)
 {
 	return (raw << (64 - src_bits)) >> (64 - dst_bits);
@@ -150,28 +150,28 @@ bsw_raw_resize(uint64_t raw, uint32_t src_bits, uint32_t dst_bits)
 
 /* ---- mov ---------------------------------------------------------------- */
 
-static inline void
+static __rte_always_inline void
 bsw_mov_exec(struct rte_swx_pipeline *p __rte_unused, struct thread *t,
 	     const struct instruction *ip)
 {
 	bsw_set_hbo(t, &ip->mov.dst, bsw_operand_hbo(t, &ip->mov.src));
 }
 
-static inline void
+static __rte_always_inline void
 bsw_mov_mh_exec(struct rte_swx_pipeline *p __rte_unused, struct thread *t,
 		const struct instruction *ip)
 {
 	bsw_set_hbo(t, &ip->mov.dst, bsw_operand_nbo(t, &ip->mov.src));
 }
 
-static inline void
+static __rte_always_inline void
 bsw_mov_hm_exec(struct rte_swx_pipeline *p __rte_unused, struct thread *t,
 		const struct instruction *ip)
 {
 	bsw_set_nbo(t, &ip->mov.dst, bsw_operand_hbo(t, &ip->mov.src));
 }
 
-static inline void
+static __rte_always_inline void
 bsw_mov_hh_exec(struct rte_swx_pipeline *p __rte_unused, struct thread *t,
 		const struct instruction *ip)
 {
@@ -183,7 +183,7 @@ bsw_mov_hh_exec(struct rte_swx_pipeline *p __rte_unused, struct thread *t,
 
 /* The immediate is already in the destination's byte order (DPDK converts
  * it when it translates the instruction). */
-static inline void
+static __rte_always_inline void
 bsw_mov_i_exec(struct rte_swx_pipeline *p __rte_unused, struct thread *t,
 	       const struct instruction *ip)
 {
@@ -197,28 +197,28 @@ bsw_mov_i_exec(struct rte_swx_pipeline *p __rte_unused, struct thread *t,
  * works on the destination's raw bytes with an immediate DPDK converted to
  * the destination's byte order, which for bitwise operators is the same. */
 #define BSW_ALU_FORMS(op, OP)                                                  \
-static inline void                                                             \
+static __rte_always_inline void                                                \
 bsw_alu_##op##_exec(struct rte_swx_pipeline *p __rte_unused, struct thread *t, \
 		    const struct instruction *ip)                              \
 {                                                                              \
 	bsw_set_hbo(t, &ip->alu.dst, bsw_operand_hbo(t, &ip->alu.dst) OP       \
 		    bsw_operand_hbo(t, &ip->alu.src));                         \
 }                                                                              \
-static inline void                                                             \
+static __rte_always_inline void                                                \
 bsw_alu_##op##_mh_exec(struct rte_swx_pipeline *p __rte_unused,                \
 		       struct thread *t, const struct instruction *ip)         \
 {                                                                              \
 	bsw_set_hbo(t, &ip->alu.dst, bsw_operand_hbo(t, &ip->alu.dst) OP       \
 		    bsw_operand_nbo(t, &ip->alu.src));                         \
 }                                                                              \
-static inline void                                                             \
+static __rte_always_inline void                                                \
 bsw_alu_##op##_hm_exec(struct rte_swx_pipeline *p __rte_unused,                \
 		       struct thread *t, const struct instruction *ip)         \
 {                                                                              \
 	bsw_set_nbo(t, &ip->alu.dst, bsw_operand_nbo(t, &ip->alu.dst) OP       \
 		    bsw_operand_hbo(t, &ip->alu.src));                         \
 }                                                                              \
-static inline void                                                             \
+static __rte_always_inline void                                                \
 bsw_alu_##op##_hh_exec(struct rte_swx_pipeline *p __rte_unused,                \
 		       struct thread *t, const struct instruction *ip)         \
 {                                                                              \
@@ -227,14 +227,14 @@ bsw_alu_##op##_hh_exec(struct rte_swx_pipeline *p __rte_unused,                \
 }
 
 #define BSW_ALU_IMM_FORMS(op, OP)                                              \
-static inline void                                                             \
+static __rte_always_inline void                                                \
 bsw_alu_##op##_mi_exec(struct rte_swx_pipeline *p __rte_unused,                \
 		       struct thread *t, const struct instruction *ip)         \
 {                                                                              \
 	bsw_set_hbo(t, &ip->alu.dst, bsw_operand_hbo(t, &ip->alu.dst) OP       \
 		    ip->alu.src_val);                                          \
 }                                                                              \
-static inline void                                                             \
+static __rte_always_inline void                                                \
 bsw_alu_##op##_hi_exec(struct rte_swx_pipeline *p __rte_unused,                \
 		       struct thread *t, const struct instruction *ip)         \
 {                                                                              \
@@ -243,7 +243,7 @@ bsw_alu_##op##_hi_exec(struct rte_swx_pipeline *p __rte_unused,                \
 }
 
 #define BSW_ALU_BITWISE_IMM(op, OP)                                            \
-static inline void                                                             \
+static __rte_always_inline void                                                \
 bsw_alu_##op##_i_exec(struct rte_swx_pipeline *p __rte_unused,                 \
 		      struct thread *t, const struct instruction *ip)          \
 {                                                                              \
@@ -270,7 +270,7 @@ BSW_ALU_BITWISE_IMM(xor, ^)
 
 /* ---- registers and meters indexed by metadata ---------------------------- */
 
-static inline uint64_t
+static __rte_always_inline uint64_t
 bsw_regarray_idx_hbo(struct rte_swx_pipeline *p, struct thread *t,
 		     const struct instruction *ip)
 {
@@ -279,7 +279,7 @@ bsw_regarray_idx_hbo(struct rte_swx_pipeline *p, struct thread *t,
 	return bsw_operand_hbo(t, &ip->regarray.idx) & r->size_mask;
 }
 
-static inline void
+static __rte_always_inline void
 bsw_regrd_mrm_exec(struct rte_swx_pipeline *p, struct thread *t,
 		   const struct instruction *ip)
 {
@@ -288,7 +288,7 @@ bsw_regrd_mrm_exec(struct rte_swx_pipeline *p, struct thread *t,
 	bsw_set_hbo(t, &ip->regarray.dstsrc, regarray[bsw_regarray_idx_hbo(p, t, ip)]);
 }
 
-static inline void
+static __rte_always_inline void
 bsw_regadd_rmm_exec(struct rte_swx_pipeline *p, struct thread *t,
 		    const struct instruction *ip)
 {
@@ -297,7 +297,7 @@ bsw_regadd_rmm_exec(struct rte_swx_pipeline *p, struct thread *t,
 	regarray[bsw_regarray_idx_hbo(p, t, ip)] += bsw_operand_hbo(t, &ip->regarray.dstsrc);
 }
 
-static inline void
+static __rte_always_inline void
 bsw_regadd_rmi_exec(struct rte_swx_pipeline *p, struct thread *t,
 		    const struct instruction *ip)
 {
@@ -308,7 +308,7 @@ bsw_regadd_rmi_exec(struct rte_swx_pipeline *p, struct thread *t,
 
 /* meter m[m] length(m) color_in(i) -> color_out(m): DPDK's trTCM check, with
  * the operands read and the colour written at their widths. */
-static inline void
+static __rte_always_inline void
 bsw_meter_mmi_exec(struct rte_swx_pipeline *p, struct thread *t,
 		   const struct instruction *ip)
 {
