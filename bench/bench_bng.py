@@ -34,13 +34,13 @@ import argparse
 import json
 import statistics
 import sys
-import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.bench_dataplane import L2FWD_SPEC, frame_sizes, run_modes  # noqa: E402
+from bench.workdir import work_dir  # noqa: E402
 
 ROLES = ("pppoe_up", "pppoe_down", "lac_up", "lac_down", "lns_up", "lns_down")
 
@@ -179,7 +179,7 @@ def run_child(args) -> dict:
     from bng_lab.in_process import load_program, start_eal
     from bng_switch import switch_config
 
-    work = Path(tempfile.mkdtemp(prefix="bench-bng-"))
+    work = work_dir("bench-bng-")
     pcap = work / "in.pcap"
     cfg = switch_config.from_dict({
         "name": "bb", "work_dir": str(work), "workers": args.workers, "idle_us": 0,

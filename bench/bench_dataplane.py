@@ -20,12 +20,13 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from bench.workdir import work_dir  # noqa: E402
 
 L2FWD_SPEC = "/usr/share/dpdk/examples/pipeline/examples/l2fwd.spec"
 
@@ -136,7 +137,7 @@ def run_child(args) -> dict:
     from bng_lab.in_process import load_program, start_eal
     from bng_switch import switch_config
 
-    work = Path(tempfile.mkdtemp(prefix="bench-dp-"))
+    work = work_dir("bench-dp-")
     pcap = work / "in.pcap"
     make_pcap(pcap, args.frame_size, min(args.entries, 1024) or 1)
     cfg = switch_config.from_dict({

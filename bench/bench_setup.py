@@ -27,12 +27,13 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from bench.workdir import work_dir  # noqa: E402
 
 HZ = os.sysconf("SC_CLK_TCK")
 
@@ -106,7 +107,7 @@ def main() -> int:
         "accounting": {"interim_interval": 3600},
         "log_level": "warning",
     }
-    tmp = Path(tempfile.mkdtemp(prefix="bench-setup-"))
+    tmp = work_dir("bench-setup-")
     if args.topology == "pppoe":
         lab = PppoeLab(tmp, echo=args.echo, idle_us=args.idle_us, controller=bench_cfg,
                        pin_cpus=not args.no_pin).start()

@@ -17,12 +17,13 @@ import argparse
 import json
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from bench.workdir import work_dir  # noqa: E402
 
 PROGRAM = "switch_test"
 TABLE = "l2_fwd"
@@ -53,7 +54,7 @@ def summarize(ns_at: dict[int, int], n: int, batch: int) -> dict:
 def bench_p4runtime(n: int, batch: int, streams: int) -> dict:
     from bng_controller.p4runtime_client import P4RuntimeClient
     from bng_lab.switch_process import SwitchProcess, program_files
-    tmp = Path(tempfile.mkdtemp(prefix="bench-tables-"))
+    tmp = work_dir("bench-tables-")
     sw = SwitchProcess(tmp, "benchtab", [], idle_us=200).start()
     try:
         c = P4RuntimeClient(sw.address, election_id=(0, 1))
@@ -96,7 +97,7 @@ def bench_in_process(n: int, batch: int) -> dict:
     from bng_lab.in_process import load_program, start_eal
     from bng_switch import libbsw, switch_config
 
-    work = tempfile.mkdtemp(prefix="bench-tables-")
+    work = str(work_dir("bench-tables-"))
     prog = load_program(PROGRAM, Path(work))
     spec_path = str(prog.spec_path)
     cfg = switch_config.from_dict({"name": "bt", "work_dir": work, "ports": [], "workers": 1,
