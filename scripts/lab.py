@@ -30,7 +30,6 @@ import shutil
 import signal
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -139,9 +138,20 @@ def print_howto(lab: PppoeLab, l2tp: bool, metrics: dict[str, int]) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     program_files("bng")                        # fails early, clearly, if the P4 build is missing
-    stop = threading.Event()
+    # The handler only records the signal: a handler that sets a
+    # threading.Event can deadlock when it runs while the main thread is
+    # inside Event.wait() holding the Event's lock (seen: Ctrl-C right after
+    # a status line left the lab hung).
+    stop_signals: list[int] = []
     for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
+        signal.signal(sig, lambda signum, _frame: stop_signals.append(signum))
+
+    def stopped_within(seconds: float) -> bool:
+        """Sleeps up to seconds, in short steps so a signal is seen soon."""
+        end = time.monotonic() + seconds
+        while not stop_signals and (left := end - time.monotonic()) > 0:
+            time.sleep(min(0.1, left))
+        return bool(stop_signals)
 
     tmp = Path(tempfile.mkdtemp(prefix="bng-lab-"))
     metrics = {"BNG": free_tcp_port()} if not args.l2tp else {"LNS": free_tcp_port(), "LAC": free_tcp_port()}
@@ -170,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
         status = Status(lab, emu, args.l2tp)
         all_done_at = None
         snap: dict = {}
-        while not stop.wait(args.status_interval):
+        while not stopped_within(args.status_interval):
             snap = status.snapshot()
             print(status.line(snap), flush=True)
             st = snap["emulator"]

@@ -9,6 +9,7 @@ import logging
 import signal
 import sys
 import threading
+import time
 
 from . import switch_config
 from .device import Device, prepare
@@ -45,9 +46,15 @@ def main(argv: list[str] | None = None) -> int:
     done = threading.Event()
     if args.stats_interval:
         threading.Thread(target=log_port_stats, args=(device, args.stats_interval, done), daemon=True).start()
+    # The handler only records the signal; the main thread sets `done`. A
+    # handler that sets a threading.Event can deadlock on the Event's lock
+    # when it runs while the main thread is inside Event.wait().
+    stop_signals: list[int] = []
     for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: done.set())
-    done.wait()
+        signal.signal(sig, lambda signum, _frame: stop_signals.append(signum))
+    while not stop_signals:
+        time.sleep(0.2)
+    done.set()
     log.info("stopping: closing P4Runtime, flushing ports")
     service.stop()
     server.stop(grace=1).wait()
