@@ -14,7 +14,7 @@
  * stored at a different offset. The CPU cannot forward a store to a load that
  * only partly overlaps it and waits for the store to reach the cache: on the
  * BNG's downstream path the fourteen metadata resets at the top of the
- * control cost as much as all of its table lookups together (measured: the
+ * control cost about as much as all of its table lookups (measured: the
  * same spec with those resets reordered so no two neighbours follow each
  * other ran 8% faster, without them 17% faster). With stores and loads of
  * the field's width a field is only ever read back with the width it was
