@@ -270,40 +270,35 @@ BSW_ALU_BITWISE_IMM(xor, ^)
 
 /* ---- registers and meters indexed by metadata ---------------------------- */
 
-static __rte_always_inline uint64_t
-bsw_regarray_idx_hbo(struct rte_swx_pipeline *p, struct thread *t,
-		     const struct instruction *ip)
+/* The register that r[m] names: the index read at its width, masked to the
+ * array's size as DPDK does. */
+static __rte_always_inline uint64_t *
+bsw_register(struct rte_swx_pipeline *p, struct thread *t, const struct instruction *ip)
 {
 	struct regarray_runtime *r = &p->regarray_runtime[ip->regarray.regarray_id];
 
-	return bsw_operand_hbo(t, &ip->regarray.idx) & r->size_mask;
+	return &r->regarray[bsw_operand_hbo(t, &ip->regarray.idx) & r->size_mask];
 }
 
 static __rte_always_inline void
 bsw_regrd_mrm_exec(struct rte_swx_pipeline *p, struct thread *t,
 		   const struct instruction *ip)
 {
-	uint64_t *regarray = p->regarray_runtime[ip->regarray.regarray_id].regarray;
-
-	bsw_set_hbo(t, &ip->regarray.dstsrc, regarray[bsw_regarray_idx_hbo(p, t, ip)]);
+	bsw_set_hbo(t, &ip->regarray.dstsrc, *bsw_register(p, t, ip));
 }
 
 static __rte_always_inline void
 bsw_regadd_rmm_exec(struct rte_swx_pipeline *p, struct thread *t,
 		    const struct instruction *ip)
 {
-	uint64_t *regarray = p->regarray_runtime[ip->regarray.regarray_id].regarray;
-
-	regarray[bsw_regarray_idx_hbo(p, t, ip)] += bsw_operand_hbo(t, &ip->regarray.dstsrc);
+	*bsw_register(p, t, ip) += bsw_operand_hbo(t, &ip->regarray.dstsrc);
 }
 
 static __rte_always_inline void
 bsw_regadd_rmi_exec(struct rte_swx_pipeline *p, struct thread *t,
 		    const struct instruction *ip)
 {
-	uint64_t *regarray = p->regarray_runtime[ip->regarray.regarray_id].regarray;
-
-	regarray[bsw_regarray_idx_hbo(p, t, ip)] += ip->regarray.dstsrc_val;
+	*bsw_register(p, t, ip) += ip->regarray.dstsrc_val;
 }
 
 /* meter m[m] length(m) color_in(i) -> color_out(m): DPDK's trTCM check, with
