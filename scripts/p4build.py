@@ -7,7 +7,7 @@ SetForwardingPipelineConfig carries: spec + context) and, where the program
 names an `enums` file, .enums.json (every `enum bit<N>` of it, so the
 controller reads punt/drop codes from the build instead of repeating them).
 TNA programs (p4c-barefoot, for the program's `target`: tofino or tofino2):
-.p4info.txtpb, .bfrt.json, .context.json where p4c's assembler (bfas) is
+.p4info.txtpb, .bfrt.json, .context.json.gz (gzipped) where p4c's assembler (bfas) is
 installed, and resources.txt (per MAU stage: tables, RAMs, ALUs, made from
 the compiler's resources.json).
 
@@ -18,6 +18,7 @@ without recompiling.
 from __future__ import annotations
 
 import argparse
+import gzip
 import hashlib
 import json
 import os
@@ -165,11 +166,15 @@ def compile_tna(prog: Program, p4c: str) -> None:
         for f in files:
             shutil.copyfile(os.path.join(work, f), out / f)
         ctx = json.loads(context.read_text())
-        ctx_out = out / f"{n}.context.json"
+        # gzip: the BNG's context is 15 MB of JSON (the driver reads either)
+        ctx_out = out / f"{n}.context.json.gz"
+        (out / f"{n}.context.json").unlink(missing_ok=True)    # what older builds wrote
         if ctx.get("tables"):              # only the assembler fills it
             for k in ("build_date", "run_id", "compile_command"):
                 ctx.pop(k, None)
-            ctx_out.write_text(json.dumps(ctx, indent=2, sort_keys=True) + "\n")
+            text = json.dumps(ctx, indent=2, sort_keys=True) + "\n"
+            # mtime 0 and no file name: the same context gives the same bytes
+            ctx_out.write_bytes(gzip.compress(text.encode(), compresslevel=9, mtime=0))
         else:
             # a context from older sources must not sit under the new stamp
             ctx_out.unlink(missing_ok=True)
