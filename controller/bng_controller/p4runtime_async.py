@@ -30,6 +30,7 @@ from p4.v1 import p4runtime_pb2_grpc
 
 from .p4info_names import P4InfoNames
 from .p4runtime_client import UpdateError, parse_write_error
+from .p4runtime_write import WRITE_METHOD, Update, write_request
 
 log = logging.getLogger("bng.p4runtime")
 
@@ -53,7 +54,7 @@ class PacketIn:
 
 @dataclass
 class _Pending:
-    updates: list[p4r.Update]
+    updates: list[Update]
     future: asyncio.Future = field(default_factory=lambda: asyncio.get_running_loop().create_future())
 
 
@@ -82,7 +83,7 @@ class EntryWriter:
                 pass
             self._task = None
 
-    async def write(self, updates: list[p4r.Update]) -> list[UpdateError]:
+    async def write(self, updates: list[Update]) -> list[UpdateError]:
         """Queue updates; returns the errors of those that failed (empty:
         all applied). Raises grpc.RpcError if the RPC itself failed."""
         if not updates:
@@ -127,31 +128,19 @@ class EntryWriter:
                     base += len(p.updates)
 
 
-def _updates(kind: int, entities) -> list[p4r.Update]:
-    out = []
-    for e in entities:
-        u = p4r.Update(type=kind)
-        if isinstance(e, p4r.TableEntry):
-            u.entity.table_entry.CopyFrom(e)
-        elif isinstance(e, p4r.MeterEntry):
-            u.entity.meter_entry.CopyFrom(e)
-        elif isinstance(e, p4r.CounterEntry):
-            u.entity.counter_entry.CopyFrom(e)
-        else:
-            u.entity.CopyFrom(e)
-        out.append(u)
-    return out
+def _updates(kind: int, entities) -> list[Update]:
+    return [Update(kind, e) for e in entities]
 
 
-def inserts(entities) -> list[p4r.Update]:
+def inserts(entities) -> list[Update]:
     return _updates(p4r.Update.INSERT, entities)
 
 
-def modifies(entities) -> list[p4r.Update]:
+def modifies(entities) -> list[Update]:
     return _updates(p4r.Update.MODIFY, entities)
 
 
-def deletes(entities) -> list[p4r.Update]:
+def deletes(entities) -> list[Update]:
     return _updates(p4r.Update.DELETE, entities)
 
 
@@ -174,6 +163,7 @@ class AsyncP4RuntimeClient:
                       "packet_channel": 0}
         self._channel: grpc.aio.Channel | None = None
         self._stub: p4runtime_pb2_grpc.P4RuntimeStub | None = None
+        self._write: grpc.aio.UnaryUnaryMultiCallable | None = None
         self._stream = None
         self._out: asyncio.Queue[p4r.StreamMessageRequest] = asyncio.Queue()
         self._in_ids: dict[int, str] = {}
@@ -194,6 +184,9 @@ class AsyncP4RuntimeClient:
                                    ("grpc.max_send_message_length", 256 << 20)])
         await asyncio.wait_for(self._channel.channel_ready(), timeout)
         self._stub = p4runtime_pb2_grpc.P4RuntimeStub(self._channel)
+        # Write with the request already serialized (see p4runtime_write)
+        self._write = self._channel.unary_unary(WRITE_METHOD, request_serializer=None,
+                                                response_deserializer=p4r.WriteResponse.FromString)
         self._stream = self._stub.StreamChannel()
         req = p4r.StreamMessageRequest()
         a = req.arbitration
@@ -387,11 +380,10 @@ class AsyncP4RuntimeClient:
         self._out.put_nowait(req)
 
     # ---- RPCs ----
-    async def write_now(self, updates: list[p4r.Update]) -> list[UpdateError]:
-        req = p4r.WriteRequest(device_id=self.device_id, updates=updates)
-        req.election_id.high, req.election_id.low = self.election_id
+    async def write_now(self, updates: list[Update | p4r.Update]) -> list[UpdateError]:
+        req = write_request(self.device_id, self.election_id, updates)
         try:
-            await self._stub.Write(req)
+            await self._write(req)
         except grpc.aio.AioRpcError as e:
             errors = parse_write_error(e)
             if not errors:
@@ -399,7 +391,7 @@ class AsyncP4RuntimeClient:
             return errors
         return []
 
-    async def write(self, updates: list[p4r.Update]) -> list[UpdateError]:
+    async def write(self, updates: list[Update]) -> list[UpdateError]:
         return await self.writer.write(updates)
 
     async def read(self, *entities: p4r.Entity) -> list[p4r.Entity]:

@@ -20,7 +20,6 @@ import ipaddress
 import logging
 import random
 import time
-from dataclasses import asdict
 from typing import Callable
 
 from p4.v1 import p4runtime_pb2 as p4r
@@ -53,7 +52,7 @@ SETUP_SAMPLES = 4096
 def auth_to_dict(a: AuthResult | None) -> dict | None:
     if a is None:
         return None
-    d = asdict(a)
+    d = dict(vars(a))        # flat: every non-primitive field is replaced below
     for k in ("framed_ip", "framed_ipv6_prefix", "delegated_ipv6_prefix"):
         d[k] = str(d[k]) if d[k] is not None else None
     d["dns"] = [str(x) for x in a.dns]
@@ -897,7 +896,7 @@ class SessionManager:
     # controller restarts
     def snapshot(self, sub: Subscriber) -> dict:
         return {"sid": sub.sid, "transport": sub.transport.snapshot(),
-                "link": asdict(sub.link.snapshot()), "sess_idx": sub.sess_idx,
+                "link": dict(vars(sub.link.snapshot())), "sess_idx": sub.sess_idx,
                 "acct_session_id": sub.acct_session_id, "username": sub.username,
                 "auth": auth_to_dict(sub.auth), "ipv4": str(sub.ipv4) if sub.ipv4 else None, "pool": sub.pool,
                 "ipv6_prefix": str(sub.ipv6_prefix) if sub.ipv6_prefix else None,
@@ -905,7 +904,7 @@ class SessionManager:
                 "ipv6_pooled": sub.ipv6_pooled,
                 "up_since_wall": sub.up_since_wall, "installed": sorted(sub.installed),
                 "rate_up_kbps": sub.rate_up_kbps, "rate_down_kbps": sub.rate_down_kbps,
-                "line_info": asdict(sub.line_info)}
+                "line_info": dict(vars(sub.line_info))}
 
     def restore(self, snap: dict) -> Subscriber | None:
         """Rebuild a session from its snapshot: no packet is sent, the

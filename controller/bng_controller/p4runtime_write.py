@@ -1,0 +1,106 @@
+"""P4Runtime Write requests assembled from their entities' wire bytes.
+
+Protobuf's wire format concatenates: a WriteRequest is its header fields
+followed by one length-prefixed Update per update, and an Update is its
+type followed by the length-prefixed Entity, itself one length-prefixed
+entry. So each entry the controller builds is serialized once, straight
+into the request, instead of being copied into a `p4r.Update`, copied
+again into a `p4r.WriteRequest` and then serialized. Those two copies were
+a tenth of the controller's CPU during a 40k-session setup storm (py-spy).
+
+Field numbers come from the generated descriptors, not from literals.
+"""
+from __future__ import annotations
+
+from typing import Iterable, Union
+
+from p4.v1 import p4runtime_pb2 as p4r
+
+_LEN = 2        # wire type of length-delimited fields
+_VARINT = 0
+
+# the service method a raw (pre-serialized) Write goes to
+WRITE_METHOD = "/{}/Write".format(p4r.DESCRIPTOR.services_by_name["P4Runtime"].full_name)
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def _tag(message: type, name: str, wire_type: int) -> bytes:
+    return _varint(message.DESCRIPTOR.fields_by_name[name].number << 3 | wire_type)
+
+
+_UPDATE_TYPE = _tag(p4r.Update, "type", _VARINT)
+_UPDATE_ENTITY = _tag(p4r.Update, "entity", _LEN)
+_REQUEST_DEVICE_ID = _tag(p4r.WriteRequest, "device_id", _VARINT)
+_REQUEST_ELECTION_ID = _tag(p4r.WriteRequest, "election_id", _LEN)
+_REQUEST_UPDATE = _tag(p4r.WriteRequest, "updates", _LEN)
+
+# Entity's oneof member for each entry type the controller writes
+_ENTITY_FIELD = {cls: _tag(p4r.Entity, name, _LEN) for cls, name in (
+    (p4r.TableEntry, "table_entry"), (p4r.MeterEntry, "meter_entry"), (p4r.CounterEntry, "counter_entry"),
+    (p4r.DirectMeterEntry, "direct_meter_entry"), (p4r.DirectCounterEntry, "direct_counter_entry"),
+    (p4r.RegisterEntry, "register_entry"))}
+
+Entry = Union[p4r.TableEntry, p4r.MeterEntry, p4r.CounterEntry, p4r.DirectMeterEntry,
+              p4r.DirectCounterEntry, p4r.RegisterEntry, p4r.Entity]
+
+
+class Update:
+    """One update of a Write: its type and the entry (or whole Entity) it
+    applies to, serialized only when the request is assembled. Reads like a
+    `p4r.Update` (`type`, `entity`) for code that inspects updates (the unit
+    tests' fake switch, error messages). The entry is held, not copied: it
+    must not change until the write is done (every update the controller
+    queues gets an entry built for it)."""
+
+    __slots__ = ("type", "message")
+
+    def __init__(self, kind: int, message: Entry):
+        if not isinstance(message, p4r.Entity) and type(message) not in _ENTITY_FIELD:
+            raise TypeError(f"no Entity member for {type(message).__name__}")
+        self.type = kind
+        self.message = message
+
+    @property
+    def entity(self) -> p4r.Entity:
+        m = self.message
+        if isinstance(m, p4r.Entity):
+            return m
+        e = p4r.Entity()
+        e.MergeFromString(self._entity_bytes())
+        return e
+
+    def _entity_bytes(self) -> bytes:
+        m = self.message
+        body = m.SerializeToString()
+        if isinstance(m, p4r.Entity):
+            return body
+        return _ENTITY_FIELD[type(m)] + _varint(len(body)) + body
+
+    def SerializeToString(self) -> bytes:  # noqa: N802 (protobuf's name)
+        ent = self._entity_bytes()
+        return _UPDATE_TYPE + _varint(self.type) + _UPDATE_ENTITY + _varint(len(ent)) + ent
+
+    def __repr__(self) -> str:
+        return f"Update({p4r.Update.Type.Name(self.type)}, {self.entity})"
+
+
+def write_request(device_id: int, election_id: tuple[int, int],
+                  updates: Iterable[Union[Update, p4r.Update]]) -> bytes:
+    """The serialized WriteRequest (atomicity CONTINUE_ON_ERROR, the
+    default) carrying `updates` in order."""
+    high, low = election_id
+    eid = p4r.Uint128(high=high, low=low).SerializeToString()
+    parts = [_REQUEST_DEVICE_ID + _varint(device_id) if device_id else b"",
+             _REQUEST_ELECTION_ID + _varint(len(eid)) + eid]
+    for u in updates:
+        b = u.SerializeToString()
+        parts.append(_REQUEST_UPDATE + _varint(len(b)) + b)
+    return b"".join(parts)
