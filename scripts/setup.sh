@@ -72,7 +72,7 @@ if [ ! -x .venv/bin/python ]; then
   log "python venv .venv"
   python3 -m venv .venv
 fi
-if ! .venv/bin/python -c "import bng_switch, bng_lab, bng_controller.aaa, p4.v1.p4runtime_pb2, grpc, scapy, pytest, pyrad, Crypto, prometheus_client, hypothesis, atheris, matplotlib" 2>/dev/null; then
+if ! .venv/bin/python -c "import bng_switch, bng_lab, bng_controller.aaa, p4.v1.p4runtime_pb2, grpc, scapy, pytest, pyrad, Crypto, prometheus_client, orjson, hypothesis, atheris, matplotlib" 2>/dev/null; then
   log "pip: project and test dependencies"
   .venv/bin/pip install -q --upgrade pip
   .venv/bin/pip install -q -e ".[test,bench]"
