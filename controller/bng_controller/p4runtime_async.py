@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import functools
 import json
 import logging
 import socket
@@ -40,6 +41,12 @@ MAX_BATCH = 4000
 # a hello, then per packet: n fields, n x (metadata id u32, value u64), frame.
 PKTIO_MAGIC = b"BNGPKTIO1 "
 PKTIO_FIELD = struct.Struct("!IQ")
+
+
+@functools.lru_cache(maxsize=None)
+def _pktio_fields(n: int) -> struct.Struct:
+    """n packet channel fields, unpacked in one call."""
+    return struct.Struct("!" + "IQ" * n)
 
 
 class NotPrimary(Exception):
@@ -252,11 +259,10 @@ class AsyncP4RuntimeClient:
                 self._close_packet_channel()
                 return
             n = msg[0]
-            end = 1 + n * PKTIO_FIELD.size
-            md = {}
-            for i in range(n):
-                fid, v = PKTIO_FIELD.unpack_from(msg, 1 + i * PKTIO_FIELD.size)
-                md[names.get(fid, str(fid))] = v
+            fields = _pktio_fields(n)
+            v = fields.unpack_from(msg, 1)
+            md = {names.get(v[i], str(v[i])): v[i + 1] for i in range(0, 2 * n, 2)}
+            end = 1 + fields.size
             self.stats["packet_in"] += 1
             if self.on_packet_in is not None:
                 try:

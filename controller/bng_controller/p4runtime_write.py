@@ -24,12 +24,17 @@ WRITE_METHOD = "/{}/Write".format(p4r.DESCRIPTOR.services_by_name["P4Runtime"].f
 
 
 def _varint(n: int) -> bytes:
+    if n < 0x80:
+        return _ONE_BYTE[n]
     out = bytearray()
     while n >= 0x80:
         out.append((n & 0x7F) | 0x80)
         n >>= 7
     out.append(n)
     return bytes(out)
+
+
+_ONE_BYTE = [bytes((i,)) for i in range(0x80)]
 
 
 def _tag(message: type, name: str, wire_type: int) -> bytes:
@@ -63,7 +68,7 @@ class Update:
     __slots__ = ("type", "message")
 
     def __init__(self, kind: int, message: Entry):
-        if not isinstance(message, p4r.Entity) and type(message) not in _ENTITY_FIELD:
+        if type(message) not in _ENTITY_FIELD and not isinstance(message, p4r.Entity):
             raise TypeError(f"no Entity member for {type(message).__name__}")
         self.type = kind
         self.message = message
