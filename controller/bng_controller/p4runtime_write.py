@@ -16,39 +16,19 @@ from typing import Iterable, Union
 
 from p4.v1 import p4runtime_pb2 as p4r
 
-_LEN = 2        # wire type of length-delimited fields
-_VARINT = 0
+from .protobuf_wire import LEN, VARINT, tag, varint
 
 # the service method a raw (pre-serialized) Write goes to
 WRITE_METHOD = "/{}/Write".format(p4r.DESCRIPTOR.services_by_name["P4Runtime"].full_name)
 
-
-def _varint(n: int) -> bytes:
-    if n < 0x80:
-        return _ONE_BYTE[n]
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-_ONE_BYTE = [bytes((i,)) for i in range(0x80)]
-
-
-def _tag(message: type, name: str, wire_type: int) -> bytes:
-    return _varint(message.DESCRIPTOR.fields_by_name[name].number << 3 | wire_type)
-
-
-_UPDATE_TYPE = _tag(p4r.Update, "type", _VARINT)
-_UPDATE_ENTITY = _tag(p4r.Update, "entity", _LEN)
-_REQUEST_DEVICE_ID = _tag(p4r.WriteRequest, "device_id", _VARINT)
-_REQUEST_ELECTION_ID = _tag(p4r.WriteRequest, "election_id", _LEN)
-_REQUEST_UPDATE = _tag(p4r.WriteRequest, "updates", _LEN)
+_UPDATE_TYPE = tag(p4r.Update, "type", VARINT)
+_UPDATE_ENTITY = tag(p4r.Update, "entity", LEN)
+_REQUEST_DEVICE_ID = tag(p4r.WriteRequest, "device_id", VARINT)
+_REQUEST_ELECTION_ID = tag(p4r.WriteRequest, "election_id", LEN)
+_REQUEST_UPDATE = tag(p4r.WriteRequest, "updates", LEN)
 
 # Entity's oneof member for each entry type the controller writes
-_ENTITY_FIELD = {cls: _tag(p4r.Entity, name, _LEN) for cls, name in (
+_ENTITY_FIELD = {cls: tag(p4r.Entity, name, LEN) for cls, name in (
     (p4r.TableEntry, "table_entry"), (p4r.MeterEntry, "meter_entry"), (p4r.CounterEntry, "counter_entry"),
     (p4r.DirectMeterEntry, "direct_meter_entry"), (p4r.DirectCounterEntry, "direct_counter_entry"),
     (p4r.RegisterEntry, "register_entry"))}
@@ -87,11 +67,11 @@ class Update:
         body = m.SerializeToString()
         if isinstance(m, p4r.Entity):
             return body
-        return _ENTITY_FIELD[type(m)] + _varint(len(body)) + body
+        return _ENTITY_FIELD[type(m)] + varint(len(body)) + body
 
     def SerializeToString(self) -> bytes:  # noqa: N802 (protobuf's name)
         ent = self._entity_bytes()
-        return _UPDATE_TYPE + _varint(self.type) + _UPDATE_ENTITY + _varint(len(ent)) + ent
+        return _UPDATE_TYPE + varint(self.type) + _UPDATE_ENTITY + varint(len(ent)) + ent
 
     def __repr__(self) -> str:
         return f"Update({p4r.Update.Type.Name(self.type)}, {self.entity})"
@@ -103,9 +83,9 @@ def write_request(device_id: int, election_id: tuple[int, int],
     default) carrying `updates` in order."""
     high, low = election_id
     eid = p4r.Uint128(high=high, low=low).SerializeToString()
-    parts = [_REQUEST_DEVICE_ID + _varint(device_id) if device_id else b"",
-             _REQUEST_ELECTION_ID + _varint(len(eid)) + eid]
+    parts = [_REQUEST_DEVICE_ID + varint(device_id) if device_id else b"",
+             _REQUEST_ELECTION_ID + varint(len(eid)) + eid]
     for u in updates:
         b = u.SerializeToString()
-        parts.append(_REQUEST_UPDATE + _varint(len(b)) + b)
+        parts.append(_REQUEST_UPDATE + varint(len(b)) + b)
     return b"".join(parts)

@@ -2,6 +2,7 @@
 realms, accounting file, reload, and the backend factory."""
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import json
 from pathlib import Path
@@ -15,7 +16,7 @@ from bng_controller.aaa.base import (AcctRecord, AcctStatus, AuthMethod, AuthReq
                                      SessionCounters, TerminateCause)
 from bng_controller.aaa.local import LocalAaa
 from bng_controller.aaa.radius import RadiusAaa
-from bng_controller.aaa.subscribers import SubscriberFileError
+from bng_controller.aaa.subscribers import Profile, SubscriberFileError
 from tests.unit.aaa_fakes import line, pap_request, run, v4
 
 REPO = Path(__file__).resolve().parents[2]
@@ -208,3 +209,12 @@ def test_factory():
     with pytest.raises(ValueError, match="unknown"):
         make_backend({"backend": "radius", "radius": {
             "servers": [{"address": "127.0.0.1", "secret": "s"}], "timout": 1}})
+
+
+def test_profile_with_password_is_a_copy():
+    base = Profile(password="tmpl", pool="lab", dns=(ipaddress.IPv4Address("192.0.2.53"),), rate_up_kbps=1000)
+    p = base.with_password("pass1")
+    assert p == dataclasses.replace(base, password="pass1")
+    assert base.password == "tmpl" and p.pool == "lab"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        p.password = "x"

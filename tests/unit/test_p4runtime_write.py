@@ -86,6 +86,6 @@ def test_update_refuses_what_no_entity_holds() -> None:
 
 @pytest.mark.parametrize("n", [0, 1, 127, 128, 129, 255, 16383, 16384, 2**32, 2**63, 2**64 - 1])
 def test_varint_matches_protobuf(n: int) -> None:
-    from bng_controller.p4runtime_write import _varint
+    from bng_controller.protobuf_wire import varint
     low = p4r.Uint128(low=n).SerializeToString()          # tag 0x10, then n's varint
-    assert _varint(n) == (low[1:] if n else b"\0")
+    assert varint(n) == (low[1:] if n else b"\0")

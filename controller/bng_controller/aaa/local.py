@@ -23,7 +23,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import hmac
-import json
+import orjson
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -143,7 +143,7 @@ class LocalAaa:
 
     async def account(self, rec: AcctRecord) -> None:
         self.counters.acct_records += 1
-        line = json.dumps(acct_record_json(rec), separators=(",", ":"))
+        line = orjson.dumps(acct_record_json(rec)).decode()
         if self._acct_path is None:
             log.info("accounting: %s", line)
             return
