@@ -175,7 +175,7 @@ def discovery_frame(l2: L2Header, pkt: DiscoveryPacket) -> bytes:
 
 
 def mac_str(mac: bytes) -> str:
-    return ":".join(f"{b:02x}" for b in mac)
+    return mac.hex(":")
 
 
 def mac_bytes(mac: str) -> bytes:
