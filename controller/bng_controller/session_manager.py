@@ -317,7 +317,7 @@ class SessionManager:
         """LAC: the subscriber's call reached its LNS and the data plane
         switches it: up from here on (accounting starts)."""
         if sub.live:
-            self._session_up(sub)
+            self._spawn(self._send_accounting(sub.sid, self._session_up(sub)))
 
     def lower_layer_down(self, sub: Subscriber, reason: str, cause: TerminateCause) -> None:
         """The transport went away (L2TP CDN, tunnel lost): no goodbye to send."""
@@ -587,13 +587,16 @@ class SessionManager:
                 sub.transport.send_ppp(proto, info)
         if not sub.live:
             return
+        start = None
         if sub.up_since is None:
-            self._session_up(sub)
+            start = self._session_up(sub)
         else:                               # an NCP back after renegotiation
             sub.state = State.UP
             self._persist(sub)
         if protocol == PPP_IPV6CP and self.ipv6 is not None:
             self.ipv6.network_up(sub)
+        if start is not None:               # in this task: one task less per session set up
+            await self._send_accounting(sub.sid, start)
 
     async def _install_ncp(self, sub: Subscriber, protocol: int, held: list[tuple[int, bytes]]) -> bool:
         """The session's entries and the NCP's (each once: whoever comes
@@ -648,7 +651,9 @@ class SessionManager:
             return False
         return sub.live
 
-    def _session_up(self, sub: Subscriber) -> None:
+    def _session_up(self, sub: Subscriber) -> AcctRecord:
+        """The session is up: timers, persistence, callbacks. Returns the
+        Accounting-Start record, which the caller sends."""
         now = self.clock()
         sub.state = State.UP
         sub.up_since = now
@@ -666,8 +671,8 @@ class SessionManager:
         log.info("session %d up: %s %s %s", sub.sid, sub.username, sub.ipv4 or "", sub.transport.describe())
         for cb in self.on_session_up:
             cb(sub)
-        self._spawn(self._accounting(sub, AcctStatus.START, SessionCounters()))
         sub.acct_started = True
+        return self._acct_record(sub, AcctStatus.START, SessionCounters())
 
     async def _network_down(self, sub: Subscriber, protocol: int) -> None:
         """An NCP finished while the link stays: withdraw its entries."""
