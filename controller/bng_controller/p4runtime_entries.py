@@ -5,6 +5,7 @@ programming all build entries through `EntryBuilder`."""
 from __future__ import annotations
 
 from functools import partial
+from typing import Callable
 
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2 as p4r
@@ -43,7 +44,7 @@ class _ValuePrefixes(dict):
     its value bytes, every byte that precedes them (the keys and lengths of
     the enclosing messages included), made on first use."""
 
-    def __init__(self, frame_prefix):
+    def __init__(self, frame_prefix: Callable[[int], bytes]):
         super().__init__()
         self.frame_prefix = frame_prefix
 

@@ -3,11 +3,11 @@ hand because building them field by field through the protobuf runtime
 was a measurable share of its CPU during setup storms (see
 `p4runtime_write` and `p4runtime_entries`).
 
-Only what those need: varints, field tags (numbers taken from the
-generated descriptors, never written as literals) and length-delimited
-fields. A message is its fields concatenated, so framing by hand is
-exact as long as fields are emitted in field-number order, which is also
-the order protobuf serializes them in (the tests compare bytes).
+Only what those need: varints and field tags (numbers taken from the
+generated descriptors, never written as literals). A message is its
+fields concatenated, so framing by hand is exact as long as fields are
+emitted in field-number order, which is also the order protobuf
+serializes them in (the tests compare bytes).
 """
 from __future__ import annotations
 
@@ -34,8 +34,3 @@ def tag(message: type, name: str, wire_type: int) -> bytes:
     """The key (field number and wire type) that precedes field `name` of
     a generated protobuf message class."""
     return varint(message.DESCRIPTOR.fields_by_name[name].number << 3 | wire_type)
-
-
-def delimited(key: bytes, body: bytes) -> bytes:
-    """A length-delimited field: key, length, body."""
-    return key + varint(len(body)) + body

@@ -23,11 +23,12 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import hmac
-import orjson
 import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
+
+import orjson
 
 from . import chap_verify
 from .base import AcctRecord, AuthMethod, AuthRequest, AuthResult
