@@ -45,8 +45,8 @@ PKTIO_FIELD = struct.Struct("!IQ")
 
 @functools.lru_cache(maxsize=None)
 def _pktio_fields(n: int) -> struct.Struct:
-    """n packet channel fields, unpacked in one call."""
-    return struct.Struct("!" + "IQ" * n)
+    """n packet channel fields (PKTIO_FIELD each), unpacked in one call."""
+    return struct.Struct(PKTIO_FIELD.format[0] + PKTIO_FIELD.format[1:] * n)
 
 
 class NotPrimary(Exception):
