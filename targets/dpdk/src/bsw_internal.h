@@ -4,6 +4,7 @@
 #define BSW_INTERNAL_H
 
 #include <stdint.h>
+#include <stdio.h>
 #include <rte_ring.h>
 #include <rte_mempool.h>
 #include <rte_swx_pipeline.h>
@@ -91,5 +92,10 @@ struct rte_mbuf *bsw_cpu_in_dequeue(struct bsw_pipeline *bp);
 int bsw_spec_wants_frame_length(const char *spec_path);
 /* Wrap the instance's input ports so each frame gets the prelude. */
 int bsw_frame_length_enable(struct bsw_instance *inst);
+
+/* bsw_exact_access_fence.c: copies generated pipeline C from in to out with
+ * compiler fences around the DPDK instructions `header` (the text of
+ * bsw_swx_exact_access.h) does not replace; *n_fenced counts them. */
+int bsw_exact_access_fence(const char *header, FILE *in, FILE *out, uint32_t *n_fenced);
 
 #endif

@@ -51,6 +51,39 @@ exact_access_wanted(int trace)
 	return !trace && !(v && !strcmp(v, "0"));
 }
 
+/* DPDK's codegen into memory, then copied to `code` with the fences that the
+ * exact-width accessors need (bsw_exact_access_fence.c). */
+static int
+codegen_fenced(FILE *spec, FILE *code, uint32_t *err_line, const char **err_msg)
+{
+	char *text = NULL;
+	size_t size = 0;
+	uint32_t n_fenced;
+	FILE *mem, *in;
+	int status;
+
+	mem = open_memstream(&text, &size);
+	if (!mem)
+		return -ENOMEM;
+	status = rte_swx_pipeline_codegen(spec, mem, err_line, err_msg);
+	if (fclose(mem) && !status)
+		status = -ENOMEM;
+	if (!status) {
+		in = fmemopen(text, size, "r");
+		if (!in)
+			status = -ENOMEM;
+		else {
+			if (bsw_exact_access_fence(bsw_exact_access_h, in, code, &n_fenced)) {
+				*err_msg = "copying the generated code failed";
+				status = -EIO;
+			}
+			fclose(in);
+		}
+	}
+	free(text);
+	return status;
+}
+
 static int
 file_exists(const char *path)
 {
@@ -100,9 +133,13 @@ codegen_and_compile(const char *spec_path, const char *work_dir, const char *inc
 	}
 	if (exact)
 		fprintf(code, "%s\n", bsw_exact_access_h);
-	status = rte_swx_pipeline_codegen(spec, code, &err_line, &err_msg);
+	status = exact ? codegen_fenced(spec, code, &err_line, &err_msg) :
+			 rte_swx_pipeline_codegen(spec, code, &err_line, &err_msg);
 	fclose(spec);
-	fclose(code);
+	if (fclose(code) && !status) {
+		bsw_set_error("cannot write %s: %s", c_path, strerror(errno));
+		return -errno;
+	}
 	if (status) {
 		bsw_set_error("spec %s line %u: %s", spec_path, err_line,
 			      err_msg ? err_msg : "codegen failed");

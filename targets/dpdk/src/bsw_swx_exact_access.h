@@ -20,6 +20,18 @@
  * the field's width a field is only ever read back with the width it was
  * written with, which store forwarding handles, and a write needs no load.
  *
+ * The accesses are typed: a 2-, 4- or 8-byte field through an unaligned
+ * uint16_t, uint32_t or uint64_t, a byte through a one-member struct. An
+ * access through memcpy or a uint8_t pointer may, by C's rules, change any
+ * object, so after each one gcc reloaded the thread's struct pointer array
+ * and the field's struct pointer (two dependent loads in front of every
+ * field access); typed accesses cannot change a pointer, and gcc keeps them
+ * in registers. Typed accesses may in turn be reordered against DPDK's own
+ * instructions that read the same bytes through other types (checksums,
+ * its remaining field moves): the switch puts a compiler fence (BSW_FENCE)
+ * on each side of every such call in the generated code
+ * (bsw_exact_access_fence.c).
+ *
  * Semantics are DPDK's: values are host byte order in metadata and network
  * byte order in headers, truncated or zero-extended to the destination width
  * as DPDK does. Each function here replaces the DPDK function whose name is
@@ -35,75 +47,64 @@
 #ifndef BSW_SWX_EXACT_ACCESS_H
 #define BSW_SWX_EXACT_ACCESS_H
 
-#include <string.h>
-
 #include "rte_swx_pipeline_internal.h"
+
+/* Orders memory around a DPDK instruction the generated code calls. */
+#define BSW_FENCE() __asm__ volatile("" ::: "memory")
+
+/* Field access types (see above): unaligned, and for a byte, not a
+ * character type. */
+typedef struct { uint8_t v; } bsw_u8_t;
+typedef uint16_t bsw_u16_t __attribute__((aligned(1)));
+typedef uint32_t bsw_u32_t __attribute__((aligned(1)));
+typedef uint64_t bsw_u64_t __attribute__((aligned(1)));
 
 /* The field's value as an unsigned number of its little-endian bytes (what
  * DPDK's masked 8-byte load yields). */
 static __rte_always_inline uint64_t
 bsw_ld(const uint8_t *p, uint32_t n_bits)
 {
-	uint64_t v64;
-	uint32_t v32;
-	uint16_t v16;
-
 	switch (n_bits) {
 	case 8:
-		return *p;
+		return ((const bsw_u8_t *)p)->v;
 	case 16:
-		memcpy(&v16, p, 2);
-		return v16;
+		return *(const bsw_u16_t *)p;
 	case 32:
-		memcpy(&v32, p, 4);
-		return v32;
+		return *(const bsw_u32_t *)p;
 	case 48:
-		memcpy(&v32, p, 4);
-		memcpy(&v16, p + 4, 2);
-		return (uint64_t)v32 | (uint64_t)v16 << 32;
+		return (uint64_t)*(const bsw_u32_t *)p | (uint64_t)*(const bsw_u16_t *)(p + 4) << 32;
 	case 64:
-		memcpy(&v64, p, 8);
-		return v64;
+		return *(const bsw_u64_t *)p;
 	default:
-		memcpy(&v64, p, 8);
-		return v64 & (UINT64_MAX >> (64 - n_bits));
+		return *(const bsw_u64_t *)p & (UINT64_MAX >> (64 - n_bits));
 	}
 }
 
-/* Writes the low n_bits of v as the field's little-endian bytes. */
 static __rte_always_inline void
 bsw_st(uint8_t *p, uint32_t n_bits, uint64_t v)
 {
-	uint64_t v64, mask;
-	uint32_t v32;
-	uint16_t v16;
+	uint64_t mask;
 
 	switch (n_bits) {
 	case 8:
-		*p = (uint8_t)v;
+		((bsw_u8_t *)p)->v = (uint8_t)v;
 		return;
 	case 16:
-		v16 = (uint16_t)v;
-		memcpy(p, &v16, 2);
+		*(bsw_u16_t *)p = (uint16_t)v;
 		return;
 	case 32:
-		v32 = (uint32_t)v;
-		memcpy(p, &v32, 4);
+		*(bsw_u32_t *)p = (uint32_t)v;
 		return;
 	case 48:
-		v32 = (uint32_t)v;
-		v16 = (uint16_t)(v >> 32);
-		memcpy(p, &v32, 4);
-		memcpy(p + 4, &v16, 2);
+		*(bsw_u32_t *)p = (uint32_t)v;
+		*(bsw_u16_t *)(p + 4) = (uint16_t)(v >> 32);
 		return;
 	case 64:
-		memcpy(p, &v, 8);
+		*(bsw_u64_t *)p = v;
 		return;
 	default:
 		mask = UINT64_MAX >> (64 - n_bits);
-		memcpy(&v64, p, 8);
-		v64 = (v64 & ~mask) | (v & mask);
-		memcpy(p, &v64, 8);
+		*(bsw_u64_t *)p = (*(bsw_u64_t *)p & ~mask) | (v & mask);
 		return;
 	}
 }
