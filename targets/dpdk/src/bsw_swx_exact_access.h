@@ -20,17 +20,20 @@
  * the field's width a field is only ever read back with the width it was
  * written with, which store forwarding handles, and a write needs no load.
  *
- * The accesses are typed: a 2-, 4- or 8-byte field through an unaligned
- * uint16_t, uint32_t or uint64_t, a byte through a one-member struct. An
- * access through memcpy or a uint8_t pointer may, by C's rules, change any
- * object, so after each one gcc reloaded the thread's struct pointer array
- * and the field's struct pointer (two dependent loads in front of every
- * field access); typed accesses cannot change a pointer, and gcc keeps them
- * in registers. Typed accesses may in turn be reordered against DPDK's own
- * instructions that read the same bytes through other types (checksums,
- * its remaining field moves): the switch puts a compiler fence (BSW_FENCE)
- * on each side of every such call in the generated code
- * (bsw_exact_access_fence.c).
+ * The accesses are typed: a 1-, 2-, 4- or 8-byte field is read and written
+ * as the member of a packed one-member struct of that width. An access
+ * through memcpy or a uint8_t pointer may, by C's rules, change any object,
+ * and one through a plain uint32_t or uint64_t may change any structure that
+ * holds one (DPDK's thread state does); after each such store gcc reloaded
+ * the thread's struct pointer array and the field's struct pointer, two
+ * dependent loads in front of every field access. A store to one of these
+ * structs can change nothing else, so gcc keeps the pointers in registers.
+ * In turn, typed accesses may be reordered against DPDK's own instructions
+ * that read or write the same bytes through other types (checksums, its
+ * remaining field moves): the switch puts a compiler fence (BSW_FENCE) on
+ * each side of every such call in the generated code
+ * (bsw_exact_access_fence.c). Fields 3, 5 or 7 bytes wide keep DPDK's
+ * 8-byte read-modify-write, through memcpy.
  *
  * Semantics are DPDK's: values are host byte order in metadata and network
  * byte order in headers, truncated or zero-extended to the destination width
@@ -47,64 +50,77 @@
 #ifndef BSW_SWX_EXACT_ACCESS_H
 #define BSW_SWX_EXACT_ACCESS_H
 
+#include <string.h>
+
 #include "rte_swx_pipeline_internal.h"
 
 /* Orders memory around a DPDK instruction the generated code calls. */
 #define BSW_FENCE() __asm__ volatile("" ::: "memory")
 
-/* Field access types (see above): unaligned, and for a byte, not a
- * character type. */
-typedef struct { uint8_t v; } bsw_u8_t;
-typedef uint16_t bsw_u16_t __attribute__((aligned(1)));
-typedef uint32_t bsw_u32_t __attribute__((aligned(1)));
-typedef uint64_t bsw_u64_t __attribute__((aligned(1)));
+/* Field access types (see above): packed, so unaligned, and types that no
+ * DPDK structure contains. */
+typedef struct { uint8_t v; } __attribute__((packed)) bsw_u8_t;
+typedef struct { uint16_t v; } __attribute__((packed)) bsw_u16_t;
+typedef struct { uint32_t v; } __attribute__((packed)) bsw_u32_t;
+typedef struct { uint64_t v; } __attribute__((packed)) bsw_u64_t;
 
 /* The field's value as an unsigned number of its little-endian bytes (what
  * DPDK's masked 8-byte load yields). */
 static __rte_always_inline uint64_t
 bsw_ld(const uint8_t *p, uint32_t n_bits)
 {
+	uint64_t v64;
+
 	switch (n_bits) {
 	case 8:
 		return ((const bsw_u8_t *)p)->v;
 	case 16:
-		return *(const bsw_u16_t *)p;
+		return ((const bsw_u16_t *)p)->v;
 	case 32:
-		return *(const bsw_u32_t *)p;
+		return ((const bsw_u32_t *)p)->v;
 	case 48:
-		return (uint64_t)*(const bsw_u32_t *)p | (uint64_t)*(const bsw_u16_t *)(p + 4) << 32;
+		return (uint64_t)((const bsw_u32_t *)p)->v |
+		       (uint64_t)((const bsw_u16_t *)(p + 4))->v << 32;
 	case 64:
-		return *(const bsw_u64_t *)p;
+		return ((const bsw_u64_t *)p)->v;
 	default:
-		return *(const bsw_u64_t *)p & (UINT64_MAX >> (64 - n_bits));
+		/* Other widths read 8 bytes, some of them other fields': through
+		 * memcpy, which is ordered against every access. */
+		memcpy(&v64, p, 8);
+		return v64 & (UINT64_MAX >> (64 - n_bits));
 	}
 }
 
+/* Writes the low n_bits of v as the field's little-endian bytes. */
 static __rte_always_inline void
 bsw_st(uint8_t *p, uint32_t n_bits, uint64_t v)
 {
-	uint64_t mask;
+	uint64_t v64, mask;
 
 	switch (n_bits) {
 	case 8:
 		((bsw_u8_t *)p)->v = (uint8_t)v;
 		return;
 	case 16:
-		*(bsw_u16_t *)p = (uint16_t)v;
+		((bsw_u16_t *)p)->v = (uint16_t)v;
 		return;
 	case 32:
-		*(bsw_u32_t *)p = (uint32_t)v;
+		((bsw_u32_t *)p)->v = (uint32_t)v;
 		return;
 	case 48:
-		*(bsw_u32_t *)p = (uint32_t)v;
-		*(bsw_u16_t *)(p + 4) = (uint16_t)(v >> 32);
+		((bsw_u32_t *)p)->v = (uint32_t)v;
+		((bsw_u16_t *)(p + 4))->v = (uint16_t)(v >> 32);
 		return;
 	case 64:
-		*(bsw_u64_t *)p = v;
+		((bsw_u64_t *)p)->v = v;
 		return;
 	default:
+		/* Read-modify-write of 8 bytes that hold other fields too: through
+		 * memcpy, so that it sees their latest stores and they see it. */
 		mask = UINT64_MAX >> (64 - n_bits);
-		*(bsw_u64_t *)p = (*(bsw_u64_t *)p & ~mask) | (v & mask);
+		memcpy(&v64, p, 8);
+		v64 = (v64 & ~mask) | (v & mask);
+		memcpy(p, &v64, 8);
 		return;
 	}
 }
