@@ -39,8 +39,9 @@ def test_exact_access_matches_dpdk(tmp_path: Path) -> None:
 def test_fences_wrap_dpdk_instructions_only() -> None:
     """The switch's copy of the generated code (bsw_exact_access_fence.c)
     fences the DPDK instructions that read or write field bytes through their
-    own types, after any label, and leaves the calls the header replaces and
-    the header moves (extract, emit, validity) as they were."""
+    own types, after any label, and leaves alone the calls the header
+    replaces and the instructions that touch no field bytes (extract, emit,
+    validity)."""
     import ctypes
 
     from bng_switch.libbsw import default_library_path

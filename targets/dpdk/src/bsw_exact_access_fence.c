@@ -2,14 +2,14 @@
 /* Compiler fences around the DPDK instructions that bsw_swx_exact_access.h
  * does not replace.
  *
- * The header's field accesses are typed (a 2-byte field is read and written
- * as a uint16_t, a byte through a one-member struct), so gcc knows that a
- * field store cannot change the thread's struct pointers and keeps them in
- * registers instead of reloading two pointers before every access. The price
- * is C's aliasing rule: gcc may now move one of our typed stores past a DPDK
- * instruction that reads the same bytes through a pointer of another type
- * (the checksum instructions read a header as uint32_t words, DPDK's
- * remaining field moves use uint64_t). Every such call in the generated code
+ * The header's field accesses are typed (through packed one-member structs
+ * of the field's width), so gcc knows that a field store cannot change the
+ * thread's struct pointers and keeps them in registers instead of reloading
+ * two pointers before every access. The price is C's aliasing rule: gcc may
+ * now move one of our typed stores past a DPDK instruction that reads the
+ * same bytes through a pointer of another type (the checksum instructions
+ * read a header as uint32_t words, DPDK's remaining field moves use
+ * uint64_t). Every such call in the generated code
  * gets a compiler fence on each side, so memory is as the instruction expects
  * on entry and as the next one expects on exit. Instructions that touch no
  * field bytes (header extract, lookahead, validate, invalidate, emit: they
