@@ -20,8 +20,9 @@
  * the field's width a field is only ever read back with the width it was
  * written with, which store forwarding handles, and a write needs no load.
  *
- * The accesses are typed: a 1-, 2-, 4- or 8-byte field is read and written
- * as the member of a packed one-member struct of that width. An access
+ * The accesses are typed: a 1-, 2-, 4- or 8-byte field (a 6-byte one as 4
+ * and 2) is read and written as the member of a packed one-member struct of
+ * that width. An access
  * through memcpy or a uint8_t pointer may, by C's rules, change any object,
  * and one through a plain uint32_t or uint64_t may change any structure that
  * holds one (DPDK's thread state does); after each such store gcc reloaded
