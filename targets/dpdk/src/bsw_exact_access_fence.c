@@ -13,8 +13,10 @@
  * gets a compiler fence on each side, so memory is as the instruction expects
  * on entry and as the next one expects on exit. Instructions that touch no
  * field bytes (header extract, lookahead, validate, invalidate, emit: they
- * move pointers, valid bits and whole headers with memcpy) are left alone, as
- * are the calls the header replaces (it names them with a #define). */
+ * move pointers, valid bits and whole headers with memcpy) are left alone,
+ * unless they read a metadata field (an emit fused with tx reads the output
+ * port), as are the calls the header replaces (it names them with a
+ * #define). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,10 +27,15 @@
 #define CALL_SUFFIX "_exec("
 #define FENCE "BSW_FENCE();"
 
-/* DPDK instructions that read or write no field bytes. */
+/* DPDK instructions that read or write no field bytes... */
 static const char *const unfenced_prefixes[] = {
 	"hdr_extract", "hdr_lookahead", "hdr_validate", "hdr_invalidate", "hdr_emit",
 };
+/* ...except the forms of them that read a metadata field as uint64_t, where
+ * the header does not replace them: the output port (emits fused with tx,
+ * named *_tx) and the header size (hdr_extract_m). */
+#define TX_SUFFIX "_tx"
+#define EXTRACT_M "hdr_extract_m"
 
 /* Whether the header replaces __instr_<name>_exec (it #defines that name). */
 static int
@@ -47,10 +54,16 @@ fenced(const char *header, const char *name, size_t n)
 {
 	size_t i;
 
+	if (replaced(header, name, n))
+		return 0;
+	if ((n >= strlen(TX_SUFFIX) &&
+	     !strncmp(name + n - strlen(TX_SUFFIX), TX_SUFFIX, strlen(TX_SUFFIX))) ||
+	    (n == strlen(EXTRACT_M) && !strncmp(name, EXTRACT_M, n)))
+		return 1;
 	for (i = 0; i < RTE_DIM(unfenced_prefixes); i++)
 		if (!strncmp(name, unfenced_prefixes[i], strlen(unfenced_prefixes[i])))
 			return 0;
-	return !replaced(header, name, n);
+	return 1;
 }
 
 int
