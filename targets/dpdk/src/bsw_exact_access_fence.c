@@ -15,7 +15,7 @@
  * field bytes (header extract, lookahead, validate, invalidate, emit: they
  * move pointers, valid bits and whole headers with memcpy) are left alone,
  * unless they read a metadata field (an emit fused with tx reads the output
- * port), as are the calls the header replaces (it names them with a
+ * port), and so are the calls the header replaces (it names them with a
  * #define). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,9 +31,9 @@
 static const char *const unfenced_prefixes[] = {
 	"hdr_extract", "hdr_lookahead", "hdr_validate", "hdr_invalidate", "hdr_emit",
 };
-/* ...except the forms of them that read a metadata field as uint64_t, where
- * the header does not replace them: the output port (emits fused with tx,
- * named *_tx) and the header size (hdr_extract_m). */
+/* ...except the forms of them that read a metadata field as uint64_t: the
+ * output port (emits fused with tx, named *_tx) and the header size
+ * (hdr_extract_m). */
 #define TX_SUFFIX "_tx"
 #define EXTRACT_M "hdr_extract_m"
 

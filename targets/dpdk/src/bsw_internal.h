@@ -18,17 +18,12 @@ void bsw_set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* One worker's progress, read by the table manager to know when no packet can
  * still hold a table state that was just replaced. */
-/* The variable that compiled pipelines' meters read the time from
- * (bsw_swx_exact_access.h): the workers store the TSC in it before each run. */
-#define BSW_TSC_SYMBOL "bsw_tsc_now"
-
 struct bsw_worker {
 	struct rte_swx_pipeline *p;
 	uint32_t lcore_id;
 	uint32_t idle_us;
 	int32_t nice;
 	struct bsw_rx_backoff *rx_backoff;	/* its instance's (bsw_rx_backoff.c) */
-	uint64_t *tsc_now;	/* the compiled pipeline's meter clock, or NULL */
 	volatile uint64_t epoch;	/* incremented after every pipeline run */
 	volatile uint32_t idle;		/* 1: sleeping, no packet in flight */
 	volatile uint32_t running;

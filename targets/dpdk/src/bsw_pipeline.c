@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Pipeline build (codegen + gcc + build_from_lib), introspection, counters and
  * meters, port statistics. */
-#include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,14 +38,6 @@ text_hash(uint64_t h, const char *s)
 	for (; *s; s++)
 		h = (h ^ (uint8_t)*s) * 1099511628211ULL;
 	return h;
-}
-
-static int
-trace_wanted(void)
-{
-	const char *v = getenv("BSW_SWX_TRACE");
-
-	return v && !strcmp(v, "1");
 }
 
 /* Whether the generated code gets the exact-width field accessors of
@@ -120,7 +111,7 @@ codegen_and_compile(const char *spec_path, const char *work_dir, const char *inc
 	h = spec_hash(spec);
 	/* BSW_SWX_TRACE=1: build with DPDK's per-instruction trace (stdout), a
 	 * debugging aid for P4 programs; cached under its own name. */
-	trace = trace_wanted();
+	trace = getenv("BSW_SWX_TRACE") && !strcmp(getenv("BSW_SWX_TRACE"), "1");
 	if (trace)
 		h ^= 0x7472616365ULL;
 	exact = exact_access_wanted(trace);
@@ -173,25 +164,6 @@ codegen_and_compile(const char *spec_path, const char *work_dir, const char *inc
 	if (rename(tmp_lib, lib_path)) {
 		bsw_set_error("rename %s: %s", tmp_lib, strerror(errno));
 		return -errno;
-	}
-	return 0;
-}
-
-/* The meters' clock in a compiled pipeline with the exact-width accessors
- * (bsw_tsc_now in bsw_swx_exact_access.h), which the workers keep current.
- * The library stays loaded while the pipeline lives (DPDK holds it open). */
-static int
-pipeline_clock(const char *lib_path, uint64_t **clock)
-{
-	void *lib = dlopen(lib_path, RTLD_NOW | RTLD_NOLOAD);
-
-	*clock = lib ? dlsym(lib, BSW_TSC_SYMBOL) : NULL;
-	if (lib)
-		dlclose(lib);
-	if (!*clock) {
-		bsw_set_error("%s has no %s: built without bsw_swx_exact_access.h?", lib_path,
-			      BSW_TSC_SYMBOL);
-		return -ENOENT;
 	}
 	return 0;
 }
@@ -315,11 +287,6 @@ bsw_pipeline_build(const char *spec_path, const char *work_dir, const char *incl
 			goto error;
 		}
 		bp->workers[i].p = bp->inst[i].p;
-		if (*used_mode == BSW_BUILD_COMPILED && exact_access_wanted(trace_wanted())) {
-			status = pipeline_clock(lib_path, &bp->workers[i].tsc_now);
-			if (status)
-				goto error;
-		}
 		if (frame_length) {
 			status = bsw_frame_length_enable(&bp->inst[i]);
 			if (status)

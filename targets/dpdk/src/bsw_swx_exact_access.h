@@ -44,13 +44,9 @@
  * the instructions are constants in the generated code, so the switch on the
  * width folds away and each access is a single mov.
  *
- * Instructions not replaced here (header extract and emit, checksums over
- * headers other than 20 bytes, table lookups, the register and meter forms
- * the BNG does not use) keep DPDK's 8-byte accesses; they are correct, and
- * at worst wait as before.
- *
- * The meters also read their time from a clock the worker sets before each
- * run rather than from rdtsc (bsw_tsc_now below).
+ * Instructions not replaced here (header extract and emit, checksums, table
+ * lookups, the register and meter forms the BNG does not use) keep DPDK's
+ * 8-byte accesses; they are correct, and at worst wait as before.
  */
 #ifndef BSW_SWX_EXACT_ACCESS_H
 #define BSW_SWX_EXACT_ACCESS_H
@@ -323,23 +319,8 @@ bsw_regadd_rmi_exec(struct rte_swx_pipeline *p, struct thread *t,
 	*bsw_register(p, t, ip) += ip->regarray.dstsrc_val;
 }
 
-/* The TSC as of the start of the current rte_swx_pipeline_run(): the worker
- * stores it before every run (bsw_worker.c finds it in the compiled
- * pipeline by this name), and the meters read it instead of executing rdtsc
- * for every packet, which costs about 10 ns on AMD Zen 4 (measured on the
- * development VM), as much as a table lookup. A run is at most 1024
- * instructions, some tens of microseconds, so a meter sees time that many
- * microseconds late: the tokens of that interval arrive with the next run.
- * 0 (no worker has run this pipeline): rdtsc. */
-__attribute__((visibility("protected"))) uint64_t bsw_tsc_now;
-
 /* meter m[m] length(m) color_in(i) -> color_out(m): DPDK's trTCM check, with
- * the operands read and the colour written at their widths, at bsw_tsc_now.
- * Workers store their own runs' times, so a meter that two workers share
- * may have been updated at a later time than this worker's: the check then
- * runs at the meter's own time (no tokens added), never at an earlier one,
- * which DPDK's unsigned time difference would take for a long idle period
- * and refill the buckets. */
+ * the operands read and the colour written at their widths. */
 static __rte_always_inline void
 bsw_meter_mmi_exec(struct rte_swx_pipeline *p, struct thread *t,
 		   const struct instruction *ip)
@@ -351,10 +332,7 @@ bsw_meter_mmi_exec(struct rte_swx_pipeline *p, struct thread *t,
 	uint64_t time;
 
 	rte_prefetch0(m->n_pkts);
-	time = __atomic_load_n(&bsw_tsc_now, __ATOMIC_RELAXED);
-	if (unlikely(!time))
-		time = rte_get_tsc_cycles();
-	time = RTE_MAX(time, RTE_MAX(m->m.time_tc, m->m.time_tp));
+	time = rte_get_tsc_cycles();
 	color_out = rte_meter_trtcm_color_aware_check(&m->m, &m->profile->profile, time, length,
 						      (enum rte_color)ip->meter.color_in_val);
 	color_out &= m->color_mask;
@@ -362,211 +340,6 @@ bsw_meter_mmi_exec(struct rte_swx_pipeline *p, struct thread *t,
 	m->n_pkts[color_out]++;
 	m->n_bytes[color_out] += length;
 }
-
-/* ---- checksums ------------------------------------------------------------ */
-
-/* DPDK's arithmetic, with the operands read at their own widths: its 8-byte
- * field load and its 4-byte words over the IPv4 header span the bytes that
- * the instructions just before wrote one field at a time (the TTL, the
- * cleared checksum), and wait for those stores to reach the cache. */
-
-/* r (at most 36 bits) folded to 16, complemented, stored; 0 is sent as
- * 0xFFFF, as DPDK does. */
-static __rte_always_inline void
-bsw_csum_store(uint8_t *dst, uint64_t r)
-{
-	r = (r & 0xFFFF) + (r >> 16);
-	r = (r & 0xFFFF) + (r >> 16);
-	r = (r & 0xFFFF) + (r >> 16);
-	r = ~r & 0xFFFF;
-	((bsw_u16_t *)dst)->v = (uint16_t)(r ? r : 0xFFFF);
-}
-
-/* The destination checksum's one's complement: the sum so far. */
-static __rte_always_inline uint64_t
-bsw_csum_start(const uint8_t *dst)
-{
-	return ~(uint64_t)((const bsw_u16_t *)dst)->v & 0xFFFF;
-}
-
-static __rte_always_inline void
-bsw_alu_ckadd_field_exec(struct rte_swx_pipeline *p __rte_unused, struct thread *t,
-			 const struct instruction *ip)
-{
-	uint8_t *dst = bsw_field(t, &ip->alu.dst);
-	uint64_t src = bsw_ld(bsw_field(t, &ip->alu.src), ip->alu.src.n_bits);
-	uint64_t r = bsw_csum_start(dst);
-
-	bsw_csum_store(dst, r + (src >> 32) + (src & 0xFFFFFFFF));
-}
-
-/* a '- b = (a + 0xFFFF00000 - b) % 0xFFFF, as in DPDK. */
-static __rte_always_inline void
-bsw_alu_cksub_field_exec(struct rte_swx_pipeline *p __rte_unused, struct thread *t,
-			 const struct instruction *ip)
-{
-	uint8_t *dst = bsw_field(t, &ip->alu.dst);
-	uint64_t src = bsw_ld(bsw_field(t, &ip->alu.src), ip->alu.src.n_bits);
-	uint64_t r = bsw_csum_start(dst) + 0xFFFF00000ULL;
-
-	bsw_csum_store(dst, r - ((src >> 32) + (src & 0xFFFFFFFF)));
-}
-
-/* The 20-byte header (IPv4 without options) read one byte at a time: a byte
- * load is inside whatever store wrote it, so it never waits. (Volatile, or
- * gcc makes them one 16-byte load, which waits for all of them.) The sum of
- * its little-endian 16-bit words is the even bytes plus 256 times the odd
- * ones, and equals DPDK's sum of 32-bit words modulo 0xFFFF, so the folded
- * result is the same. */
-static __rte_always_inline void
-bsw_alu_ckadd_struct20_exec(struct rte_swx_pipeline *p __rte_unused, struct thread *t,
-			    const struct instruction *ip)
-{
-	uint8_t *dst = bsw_field(t, &ip->alu.dst);
-	const volatile uint8_t *src = t->structs[ip->alu.src.struct_id];
-	uint64_t even = 0, odd = 0;
-	uint32_t i;
-
-	for (i = 0; i < 20; i += 2) {
-		even += src[i];
-		odd += src[i + 1];
-	}
-	bsw_csum_store(dst, bsw_csum_start(dst) + even + (odd << 8));
-}
-
-/* ---- tx: the emitted headers put in front of the payload ------------------ */
-
-/* n bytes from s to d in ascending 8-, 4-, 2- and 1-byte steps; safe when
- * d <= s or the ranges are apart. Through memcpy of constant sizes: single
- * moves that are ordered against every typed field access. */
-static __rte_always_inline void
-bsw_copy_down(uint8_t *d, const uint8_t *s, uint32_t n)
-{
-	uint64_t v8;
-	uint32_t v4;
-	uint16_t v2;
-
-	for (; n >= 8; n -= 8, d += 8, s += 8) {
-		memcpy(&v8, s, 8);
-		memcpy(d, &v8, 8);
-	}
-	if (n & 4) {
-		memcpy(&v4, s, 4);
-		memcpy(d, &v4, 4);
-		d += 4;
-		s += 4;
-	}
-	if (n & 2) {
-		memcpy(&v2, s, 2);
-		memcpy(d, &v2, 2);
-		d += 2;
-		s += 2;
-	}
-	if (n & 1)
-		*d = *s;
-}
-
-/* DPDK's emit_handler() with the general case done without its two calls to
- * memcpy per header (a library call each, 4% of the BNG's downstream time):
- * the emitted headers are laid out in front of the payload (t->ptr), each
- * one copied to its place in order, which is safe when every header taken
- * from the packet moves towards the front or stays (an encapsulation, a
- * rewrite): a header's destination then ends before the next header's source
- * begins. A header already in its place (the last one, when only headers in
- * front of it changed) is not copied. Any other layout (a decapsulation in
- * front of an encapsulation) goes through the staging buffer as in DPDK. */
-static __rte_always_inline void
-bsw_emit_handler(struct thread *t)
-{
-	struct header_out_runtime *h0 = &t->headers_out[0];
-	uint32_t n = t->n_headers_out, total = 0, i;
-	uint8_t *pkt0 = t->pkt.pkt, *d;
-
-	if (n == 1 && h0->ptr + h0->n_bytes == t->ptr) {
-		t->pkt.offset -= h0->n_bytes;
-		t->pkt.length += h0->n_bytes;
-		return;
-	}
-	for (i = 0; i < n; i++)
-		total += t->headers_out[i].n_bytes;
-	if (!total)
-		return;
-
-	d = t->ptr - total;
-	for (i = 0; i < n; i++) {
-		struct header_out_runtime *h = &t->headers_out[i];
-		int in_packet = h->ptr >= pkt0 && h->ptr < t->ptr;
-
-		if (in_packet && h->ptr < d)
-			break;				/* moves back: staging */
-		d += h->n_bytes;
-	}
-	if (i == n) {
-		d = t->ptr - total;
-		for (i = 0; i < n; i++) {
-			struct header_out_runtime *h = &t->headers_out[i];
-
-			if (h->ptr != d)
-				bsw_copy_down(d, h->ptr, h->n_bytes);
-			d += h->n_bytes;
-		}
-	} else {
-		uint32_t offset = 0;
-
-		for (i = 0; i < n; i++) {
-			struct header_out_runtime *h = &t->headers_out[i];
-
-			memcpy(&t->header_out_storage[offset], h->ptr, h->n_bytes);
-			offset += h->n_bytes;
-		}
-		memcpy(t->ptr - total, t->header_out_storage, total);
-	}
-	t->pkt.offset -= total;
-	t->pkt.length += total;
-}
-
-/* DPDK's tx with bsw_emit_handler(), and the output port read at its width. */
-static __rte_always_inline void
-bsw_tx_to(struct rte_swx_pipeline *p, struct thread *t, uint64_t port_id)
-{
-	struct port_out_runtime *port = &p->out[port_id];
-	struct rte_swx_pkt *pkt = &t->pkt;
-
-	bsw_emit_handler(t);
-	mirroring_handler(p, t, pkt);
-	if (!t->recirculate)
-		port->pkt_tx(port->obj, pkt);
-}
-
-static __rte_always_inline void
-bsw_tx_exec(struct rte_swx_pipeline *p, struct thread *t, const struct instruction *ip)
-{
-	bsw_tx_to(p, t, bsw_ld(&t->metadata[ip->io.io.offset], ip->io.io.n_bits));
-}
-
-static __rte_always_inline void
-bsw_tx_i_exec(struct rte_swx_pipeline *p, struct thread *t, const struct instruction *ip)
-{
-	bsw_tx_to(p, t, ip->io.io.val);
-}
-
-#define BSW_EMIT_TX(name, n)                                                   \
-static __rte_always_inline void                                                \
-bsw_hdr_##name##_tx_exec(struct rte_swx_pipeline *p, struct thread *t,         \
-			 const struct instruction *ip)                         \
-{                                                                              \
-	__instr_hdr_emit_many_exec(p, t, ip, n);                               \
-	bsw_tx_exec(p, t, ip);                                                 \
-}
-
-BSW_EMIT_TX(emit, 1)
-BSW_EMIT_TX(emit2, 2)
-BSW_EMIT_TX(emit3, 3)
-BSW_EMIT_TX(emit4, 4)
-BSW_EMIT_TX(emit5, 5)
-BSW_EMIT_TX(emit6, 6)
-BSW_EMIT_TX(emit7, 7)
-BSW_EMIT_TX(emit8, 8)
 
 /* ---- what the generated code calls ---------------------------------------- */
 
@@ -623,20 +396,5 @@ BSW_EMIT_TX(emit8, 8)
 #define __instr_regadd_rmm_exec bsw_regadd_rmm_exec
 #define __instr_regadd_rmi_exec bsw_regadd_rmi_exec
 #define __instr_meter_mmi_exec bsw_meter_mmi_exec
-
-#define __instr_alu_ckadd_field_exec bsw_alu_ckadd_field_exec
-#define __instr_alu_cksub_field_exec bsw_alu_cksub_field_exec
-#define __instr_alu_ckadd_struct20_exec bsw_alu_ckadd_struct20_exec
-
-#define __instr_tx_exec bsw_tx_exec
-#define __instr_tx_i_exec bsw_tx_i_exec
-#define __instr_hdr_emit_tx_exec bsw_hdr_emit_tx_exec
-#define __instr_hdr_emit2_tx_exec bsw_hdr_emit2_tx_exec
-#define __instr_hdr_emit3_tx_exec bsw_hdr_emit3_tx_exec
-#define __instr_hdr_emit4_tx_exec bsw_hdr_emit4_tx_exec
-#define __instr_hdr_emit5_tx_exec bsw_hdr_emit5_tx_exec
-#define __instr_hdr_emit6_tx_exec bsw_hdr_emit6_tx_exec
-#define __instr_hdr_emit7_tx_exec bsw_hdr_emit7_tx_exec
-#define __instr_hdr_emit8_tx_exec bsw_hdr_emit8_tx_exec
 
 #endif /* BSW_SWX_EXACT_ACCESS_H */

@@ -54,15 +54,6 @@ rx_total(struct rte_swx_pipeline *p, uint32_t n_ports_in)
 	return sum;
 }
 
-/* One pipeline run, with the meters' clock set first (bsw_swx_exact_access.h). */
-static inline void
-run(struct bsw_worker *w, uint32_t n_instructions)
-{
-	if (w->tsc_now)
-		__atomic_store_n(w->tsc_now, rte_rdtsc(), __ATOMIC_RELAXED);
-	rte_swx_pipeline_run(w->p, n_instructions);
-}
-
 static int
 worker_main(void *arg)
 {
@@ -77,7 +68,7 @@ worker_main(void *arg)
 		RTE_LOG(WARNING, USER1, "bsw: worker on lcore %u: nice %d: %s\n", w->lcore_id, w->nice,
 			strerror(errno));
 	while (!__atomic_load_n(&w->stop, __ATOMIC_ACQUIRE)) {
-		run(w, QUANTUM);
+		rte_swx_pipeline_run(w->p, QUANTUM);
 		__atomic_fetch_add(&w->epoch, 1, __ATOMIC_SEQ_CST);
 		if (++i % FLUSH_EVERY == 0)
 			rte_swx_pipeline_flush(w->p);
@@ -108,7 +99,7 @@ worker_main(void *arg)
 			usleep(sleep_us);
 			__atomic_store_n(&w->idle, 0, __ATOMIC_SEQ_CST);
 			bsw_rx_backoff_reset(w->rx_backoff);	/* the probe tries every port */
-			run(w, probe);
+			rte_swx_pipeline_run(w->p, probe);
 			rx = rx_total(w->p, pi.n_ports_in);
 			if (rx != last_rx) {
 				last_rx = rx;
