@@ -3,7 +3,10 @@ compiled pipeline (targets/dpdk/src/bsw_swx_exact_access.h) compute what the
 DPDK instructions they replace compute: a C program runs both on random
 operands and compares the memory they leave (swx_exact_access_check.c).
 The PTF suite and the integration tests run the BNG program on them too;
-this one covers the forms and widths the BNG program does not use."""
+this one covers the forms and widths the BNG program does not use.
+The switch copies DPDK's generated code through two passes before gcc sees
+it: fences (bsw_exact_access_fence.c) and group chaining
+(bsw_group_chain.c); their tests are here too."""
 from __future__ import annotations
 
 import shutil
@@ -36,13 +39,9 @@ def test_exact_access_matches_dpdk(tmp_path: Path) -> None:
     assert out.stdout.startswith("ok: 47 forms"), out.stdout
 
 
-def test_fences_wrap_dpdk_instructions_only() -> None:
-    """The switch's copy of the generated code (bsw_exact_access_fence.c)
-    fences the DPDK instructions that read or write field bytes through their
-    own types, after any label, and leaves alone the calls the header
-    replaces and the instructions that touch no field bytes (extract, emit,
-    validity), unless they read a metadata field (extract_m its size, emits
-    fused with tx the output port)."""
+def _copy_through(func_name: str, code: bytes, *leading: object) -> tuple[bytes, int]:
+    """Runs one of libbsw's copying passes, `func(*leading, in, out, &n)`,
+    over `code` in memory; returns what it wrote and n."""
     import ctypes
 
     from bng_switch.libbsw import default_library_path
@@ -58,8 +57,29 @@ def test_fences_wrap_dpdk_instructions_only() -> None:
     libc.open_memstream.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_size_t)]
     libc.fclose.argtypes = [ctypes.c_void_p]
     libc.free.argtypes = [ctypes.c_void_p]
-    lib.bsw_exact_access_fence.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p,
-                                           ctypes.POINTER(ctypes.c_uint32)]
+    func = getattr(lib, func_name)
+    func.argtypes = [ctypes.c_char_p] * len(leading) + [
+        ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint32)]
+    src = ctypes.create_string_buffer(code, len(code))
+    fin = libc.fmemopen(src, len(code), b"r")
+    buf, size = ctypes.c_void_p(), ctypes.c_size_t()
+    fout = libc.open_memstream(ctypes.byref(buf), ctypes.byref(size))
+    n = ctypes.c_uint32()
+    assert func(*leading, fin, fout, ctypes.byref(n)) == 0
+    libc.fclose(fin)
+    libc.fclose(fout)
+    out = ctypes.string_at(buf, size.value)
+    libc.free(buf)
+    return out, n.value
+
+
+def test_fences_wrap_dpdk_instructions_only() -> None:
+    """The switch's copy of the generated code (bsw_exact_access_fence.c)
+    fences the DPDK instructions that read or write field bytes through their
+    own types, after any label, and leaves alone the calls the header
+    replaces and the instructions that touch no field bytes (extract, emit,
+    validity), unless they read a metadata field (extract_m its size, emits
+    fused with tx the output port)."""
     header = (ROOT / "targets/dpdk/src/bsw_swx_exact_access.h").read_bytes()
     code = (b"\t__instr_mov_i_exec(p, t, &pipeline_instructions[1]);\n"
             b"LABEL_X : __instr_alu_ckadd_struct_exec(p, t, &pipeline_instructions[2]);\n"
@@ -81,15 +101,52 @@ def test_fences_wrap_dpdk_instructions_only() -> None:
             b"BSW_FENCE();\n"
             b"\t__instr_hdr_emit2_exec(p, t, &pipeline_instructions[7]);\n"
             b"\tif (instr_operand_hbo(t, &pipeline_instructions[6].jmp.a) == 1)\n")
-    src = ctypes.create_string_buffer(code, len(code))
-    fin = libc.fmemopen(src, len(code), b"r")
-    buf, size = ctypes.c_void_p(), ctypes.c_size_t()
-    fout = libc.open_memstream(ctypes.byref(buf), ctypes.byref(size))
-    n = ctypes.c_uint32()
-    assert lib.bsw_exact_access_fence(header, fin, fout, ctypes.byref(n)) == 0
-    libc.fclose(fin)
-    libc.fclose(fout)
-    out = ctypes.string_at(buf, size.value)
-    libc.free(buf)
+    out, n = _copy_through("bsw_exact_access_fence", code, header)
     assert out == want
-    assert n.value == 4
+    assert n == 4
+
+
+def test_group_chain_calls_the_next_group_at_each_hand_over() -> None:
+    """The chaining pass (bsw_group_chain.c) puts BSW_CHAIN(p) between the
+    two lines of each hand-over DPDK's codegen writes (a far jump, the end of
+    a group that falls through), and nowhere else: not after an instruction
+    pointer set that is not followed by a return, not after an increment
+    that does not end its function, not after tx (which resets the thread
+    and yields)."""
+    code = (b"pipeline_func_3(struct rte_swx_pipeline *p)\n{\n"
+            b"\tif (!t->hit)\n\n\t\tgoto LABEL_FALSE_0;\n\n"
+            b"\t {\n\t\tthread_ip_set(t, &p->instructions[59]);\n\t\treturn;\n\t}\n\n"
+            b"LABEL_FALSE_0 : __instr_mov_i_exec(p, t, &pipeline_instructions[232]);\n"
+            b"\t\tthread_ip_set(t, &p->instructions[7]);\n\t\tgoto X;\n"
+            b"thread_ip_inc(p);\n\t__instr_mov_i_exec(p, t, &pipeline_instructions[233]);\n"
+            b"\tthread_ip_reset(p, t);\n\tinstr_rx_exec(p);\n\treturn;\n"
+            b"thread_ip_inc(p);\n}\n")
+    want = (b"pipeline_func_3(struct rte_swx_pipeline *p)\n{\n"
+            b"\tif (!t->hit)\n\n\t\tgoto LABEL_FALSE_0;\n\n"
+            b"\t {\n\t\tthread_ip_set(t, &p->instructions[59]);\n\t\tBSW_CHAIN(p);\n"
+            b"\t\treturn;\n\t}\n\n"
+            b"LABEL_FALSE_0 : __instr_mov_i_exec(p, t, &pipeline_instructions[232]);\n"
+            b"\t\tthread_ip_set(t, &p->instructions[7]);\n\t\tgoto X;\n"
+            b"thread_ip_inc(p);\n\t__instr_mov_i_exec(p, t, &pipeline_instructions[233]);\n"
+            b"\tthread_ip_reset(p, t);\n\tinstr_rx_exec(p);\n\treturn;\n"
+            b"thread_ip_inc(p);\nBSW_CHAIN(p);\n}\n")
+    out, n = _copy_through("bsw_group_chain", code)
+    assert out == want
+    assert n == 2
+    # No trailing newline, nothing to chain: copied byte for byte.
+    assert _copy_through("bsw_group_chain", b"}") == (b"}", 0)
+
+
+def test_group_chain_matches_this_dpdks_codegen() -> None:
+    """The pass matches DPDK's hand-overs by their text: if the installed
+    DPDK's codegen words them differently, the pipeline would silently run
+    through the run loop again (correct, about 10% slower). The codegen's
+    format strings must be the ones the pass looks for."""
+    src = Path(default_dpdk_include()) / "rte_swx_pipeline.c"
+    if not src.exists():
+        pytest.fail(f"{src} is missing: run make setup")
+    text = src.read_text()
+    assert ('"\\t\\tthread_ip_set(t, &p->instructions[%u]);\\n"\n'
+            '\t\t\t"\\t\\treturn;\\n"') in text
+    assert '"thread_ip_inc(p);\\n");' in text
+    assert '"}\\n"' in text

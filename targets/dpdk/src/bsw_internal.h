@@ -97,5 +97,9 @@ int bsw_frame_length_enable(struct bsw_instance *inst);
  * compiler fences around the DPDK instructions `header` (the text of
  * bsw_swx_exact_access.h) does not replace; *n_fenced counts them. */
 int bsw_exact_access_fence(const char *header, FILE *in, FILE *out, uint32_t *n_fenced);
+/* bsw_group_chain.c: copies generated pipeline C from in to out with a
+ * BSW_CHAIN(p) call at each hand-over to the next instruction group; sets
+ * *n_chained to their number. */
+int bsw_group_chain(FILE *in, FILE *out, uint32_t *n_chained);
 
 #endif

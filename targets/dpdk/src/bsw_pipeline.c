@@ -29,8 +29,10 @@ spec_hash(FILE *f)
 	return h;
 }
 
-/* bsw_swx_exact_access.h's text, linked in by bsw_exact_access_text.S. */
+/* The texts of bsw_swx_exact_access.h and bsw_swx_group_chain.h, linked in
+ * by bsw_codegen_headers.S. */
 extern const char bsw_exact_access_h[];
+extern const char bsw_group_chain_h[];
 
 static uint64_t
 text_hash(uint64_t h, const char *s)
@@ -51,34 +53,76 @@ exact_access_wanted(int trace)
 	return !trace && !(v && !strcmp(v, "0"));
 }
 
-/* DPDK's codegen into memory, then copied to `code` with the fences that the
- * exact-width accessors need (bsw_exact_access_fence.c). */
+/* Whether instruction groups call the next one (bsw_swx_group_chain.h):
+ * always, unless BSW_SWX_GROUP_CHAIN=0 asks for DPDK's run loop between them
+ * (to measure the difference) or the build traces (DPDK's trace is per
+ * run-loop turn). */
 static int
-codegen_fenced(FILE *spec, FILE *code, uint32_t *err_line, const char **err_msg)
+group_chain_wanted(int trace)
+{
+	const char *v = getenv("BSW_SWX_GROUP_CHAIN");
+
+	return !trace && !(v && !strcmp(v, "0"));
+}
+
+/* A copying pass over the generated code. */
+typedef int (*code_pass_t)(FILE *in, FILE *out);
+
+static int
+fence_pass(FILE *in, FILE *out)
+{
+	uint32_t n_fenced;
+
+	return bsw_exact_access_fence(bsw_exact_access_h, in, out, &n_fenced);
+}
+
+static int
+chain_pass(FILE *in, FILE *out)
+{
+	uint32_t n_chained;
+
+	return bsw_group_chain(in, out, &n_chained);
+}
+
+/* DPDK's codegen into memory, then through each pass in turn, the last one
+ * writing to `code`. */
+static int
+codegen_passes(FILE *spec, FILE *code, const code_pass_t *passes, uint32_t n_passes,
+	       uint32_t *err_line, const char **err_msg)
 {
 	char *text = NULL;
 	size_t size = 0;
-	uint32_t n_fenced;
-	FILE *mem, *in;
+	uint32_t i;
+	FILE *mem;
 	int status;
 
+	if (!n_passes)
+		return rte_swx_pipeline_codegen(spec, code, err_line, err_msg);
 	mem = open_memstream(&text, &size);
 	if (!mem)
 		return -ENOMEM;
 	status = rte_swx_pipeline_codegen(spec, mem, err_line, err_msg);
 	if (fclose(mem) && !status)
 		status = -ENOMEM;
-	if (!status) {
-		in = fmemopen(text, size, "r");
-		if (!in)
+	for (i = 0; !status && i < n_passes; i++) {
+		char *next = NULL;
+		size_t next_size = 0;
+		FILE *in = fmemopen(text, size, "r");
+		FILE *out = i + 1 == n_passes ? code : open_memstream(&next, &next_size);
+
+		if (!in || !out)
 			status = -ENOMEM;
-		else {
-			if (bsw_exact_access_fence(bsw_exact_access_h, in, code, &n_fenced)) {
-				*err_msg = "copying the generated code failed";
-				status = -EIO;
-			}
-			fclose(in);
+		else if (passes[i](in, out)) {
+			*err_msg = "copying the generated code failed";
+			status = -EIO;
 		}
+		if (in)
+			fclose(in);
+		if (out && out != code && fclose(out) && !status)
+			status = -ENOMEM;
+		free(text);
+		text = next;
+		size = next_size;
 	}
 	free(text);
 	return status;
@@ -101,7 +145,9 @@ codegen_and_compile(const char *spec_path, const char *work_dir, const char *inc
 	uint32_t err_line = 0;
 	FILE *spec, *code;
 	uint64_t h;
-	int status, trace, exact;
+	code_pass_t passes[2];
+	uint32_t n_passes = 0;
+	int status, trace, exact, chain;
 
 	spec = fopen(spec_path, "r");
 	if (!spec) {
@@ -115,8 +161,11 @@ codegen_and_compile(const char *spec_path, const char *work_dir, const char *inc
 	if (trace)
 		h ^= 0x7472616365ULL;
 	exact = exact_access_wanted(trace);
+	chain = group_chain_wanted(trace);
 	if (exact)
 		h = text_hash(h, bsw_exact_access_h);
+	if (chain)
+		h = text_hash(h, bsw_group_chain_h);
 	snprintf(lib_path, lib_path_size, "%s/pipeline-%016llx.so", work_dir,
 		 (unsigned long long)h);
 	if (file_exists(lib_path)) {
@@ -131,10 +180,15 @@ codegen_and_compile(const char *spec_path, const char *work_dir, const char *inc
 		bsw_set_error("cannot write %s: %s", c_path, strerror(errno));
 		return -errno;
 	}
-	if (exact)
+	if (exact) {
 		fprintf(code, "%s\n", bsw_exact_access_h);
-	status = exact ? codegen_fenced(spec, code, &err_line, &err_msg) :
-			 rte_swx_pipeline_codegen(spec, code, &err_line, &err_msg);
+		passes[n_passes++] = fence_pass;
+	}
+	if (chain) {
+		fprintf(code, "%s\n", bsw_group_chain_h);
+		passes[n_passes++] = chain_pass;
+	}
+	status = codegen_passes(spec, code, passes, n_passes, &err_line, &err_msg);
 	fclose(spec);
 	if (fclose(code) && !status) {
 		bsw_set_error("cannot write %s: %s", c_path, strerror(errno));
