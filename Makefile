@@ -4,7 +4,7 @@
 SHELL := /bin/bash
 PY := .venv/bin/python
 
-.PHONY: setup lab test unit-test p4 p4-check switch emulator bench bench-tables bench-dataplane bench-bng bench-setup bench-l2tp clean
+.PHONY: setup lab test unit-test p4 p4-check switch emulator bench bench-tables bench-dataplane bench-bng bench-ab bench-setup bench-l2tp clean
 
 setup:
 	bash scripts/setup.sh
@@ -58,6 +58,10 @@ bench-l2tp: setup
 # the BNG program alone, by role (also part of bench-dataplane)
 bench-bng: setup
 	$(PY) bench/bench_bng.py
+
+# a switch compile option A/B, interleaved in one process (BENCH_AB_ARGS="--env BSW_SWX_GROUP_CHAIN=1,0")
+bench-ab: setup
+	$(PY) bench/bench_ab.py $(BENCH_AB_ARGS)
 
 clean:
 	make -C targets/dpdk clean

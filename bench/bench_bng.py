@@ -170,6 +170,27 @@ def measure_p4_l2fwd(lib, args, work: Path, iospecs: list[str], dpdk_include: st
     return runs
 
 
+def drop_total(p, enums: dict) -> int:
+    """Packets the pipeline has counted as dropped, over every reason."""
+    return sum(p.regarray_read("drops_0_packets", i) for i in enums["DropReason_t"]["members"].values())
+
+
+def check_forwarding(p, enums: dict, role: str, flows: list[int], drops_before: int, label: str) -> None:
+    """Refuses (SystemExit) a measurement of a pipeline that did not forward:
+    the sessions' counters must account for what the port received and no
+    drop counter may have moved since drops_before (see the module's
+    docstring)."""
+    stats = p.port_stats(PORT)
+    drops = drop_total(p, enums) - drops_before
+    counter = "session_up_0_packets" if role.endswith("_up") else "session_down_0_packets"
+    forwarded = sum(p.regarray_read(counter, i + 1) for i in flows)
+    if drops or forwarded < stats["rx_pkts"] * 0.99:
+        reasons = {n: p.regarray_read("drops_0_packets", i) for n, i in enums["DropReason_t"]["members"].items() if i}
+        punts = {n: p.regarray_read("punts_0_packets", i) for n, i in enums["PuntReason_t"]["members"].items() if i}
+        raise SystemExit(f"{label}: not forwarding (rx {stats['rx_pkts']}, counted by sessions "
+                         f"{forwarded}, drops {reasons}, punts {punts})")
+
+
 def run_child(args) -> dict:
     """In a child process (it owns the EAL): the baseline and every role."""
     from scapy.layers.l2 import Ether
@@ -192,7 +213,6 @@ def run_child(args) -> dict:
 
     prog = load_program("bng", work, "bng.spec")
     enums = json.loads((prog.build_dir / "bng.enums.json").read_text())
-    drop_names, punt_names = enums["DropReason_t"]["members"], enums["PuntReason_t"]["members"]
     step = max(1, args.sessions // args.flows)
     flows = list(range(0, args.sessions, step))[:args.flows]
 
@@ -215,17 +235,9 @@ def run_child(args) -> dict:
 
             p, n_ops, install_s = pipeline_with_entries(lib, prog, work, iospecs, cfg.dpdk_include, mode, one_step,
                                                         updates)
-            drops_before = sum(p.regarray_read("drops_0_packets", i) for i in drop_names.values())
+            drops_before = drop_total(p, enums)
             runs = [measure_mpps(p, PORT, args.seconds, args.workers) for _ in range(args.runs)]
-            stats = p.port_stats(PORT)
-            drops = sum(p.regarray_read("drops_0_packets", i) for i in drop_names.values()) - drops_before
-            counter = "session_up_0_packets" if role.endswith("_up") else "session_down_0_packets"
-            forwarded = sum(p.regarray_read(counter, i + 1) for i in flows)
-            if drops or forwarded < stats["rx_pkts"] * 0.99:
-                reasons = {n: p.regarray_read("drops_0_packets", i) for n, i in drop_names.items() if i}
-                punts = {n: p.regarray_read("punts_0_packets", i) for n, i in punt_names.items() if i}
-                raise SystemExit(f"{role} {size}: not forwarding (rx {stats['rx_pkts']}, counted by sessions "
-                                 f"{forwarded}, drops {reasons}, punts {punts})")
+            check_forwarding(p, enums, role, flows, drops_before, f"{role} {size}")
             res[role] = {"frame_size": size, "avg_frame_b": _avg([len(b) + 4 for b in pkts]), "runs": runs,
                          "entries": n_ops, "install_s": round(install_s, 1)}
             p.free()

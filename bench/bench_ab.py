@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""make bench-ab: the BNG program built two ways, measured turn about.
+
+A change to how the switch compiles a pipeline moves the roles by a few per
+cent, less than this VM's drift between two `make bench-bng` runs minutes
+apart. This benchmark takes the drift out of the comparison: it builds the
+bng pipeline twice in one process, with an environment variable the switch
+reads when it compiles a pipeline set to A and then to B (BSW_SWX_GROUP_CHAIN,
+BSW_SWX_EXACT_ACCESS: see targets/dpdk/src/bsw_pipeline.c), installs the same
+sessions in both, and measures them alternately, one second each, swapping
+which goes first every round. It prints per role the medians, their ratio
+and in how many rounds A was the faster; a figure counts only if both
+pipelines forwarded every packet by its session (bench_bng's check).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.bench_bng import PORT, ROLES, check_forwarding, drop_total, entries, frames  # noqa: E402
+from bench.workdir import work_dir  # noqa: E402
+
+
+def parse_env(spec: str) -> tuple[str, str, str]:
+    """NAME=A,B -> (NAME, A, B)."""
+    name, _, values = spec.partition("=")
+    a, _, b = values.partition(",")
+    if not name or not a or not b or "," in b:
+        raise argparse.ArgumentTypeError(f"--env wants NAME=A,B, got {spec!r}")
+    return name, a, b
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--env", type=parse_env, default=parse_env("BSW_SWX_GROUP_CHAIN=1,0"),
+                    help="NAME=A,B: the variable and its two values (default BSW_SWX_GROUP_CHAIN=1,0)")
+    ap.add_argument("--roles", default=",".join(ROLES))
+    ap.add_argument("--rounds", type=int, default=10)
+    ap.add_argument("--seconds", type=float, default=1.0, help="one measurement")
+    ap.add_argument("--sessions", type=int, default=40_000)
+    ap.add_argument("--flows", type=int, default=1024, help="sessions the traffic cycles over")
+    ap.add_argument("--frame-size", default="64", help="bytes, FCS included, or imix")
+    ap.add_argument("--json", help="also write every measurement here")
+    args = ap.parse_args()
+    name, va, vb = args.env
+
+    from scapy.layers.l2 import Ether
+    from scapy.utils import wrpcap
+
+    from bench.bench_dataplane import insert_update, measure_mpps, pipeline_with_entries
+    from bng_lab.in_process import load_program, start_eal
+    from bng_switch import switch_config
+
+    work = work_dir("bench-bng-ab-")
+    pcap = work / "in.pcap"
+    cfg = switch_config.from_dict({
+        "name": "ab", "work_dir": str(work), "workers": 1, "idle_us": 0, "mempool_mbufs": 8192,
+        "ports": [{"id": PORT, "type": "pcap", "rx_pcap": str(pcap), "tx_pcap": "none"}]})
+    lib = start_eal(cfg)
+    iospecs = [cfg.iospec(0)]
+    one_step = cfg.table_lookup == "one-step"
+    prog = load_program("bng", work, "bng.spec")
+    enums = json.loads((prog.build_dir / "bng.enums.json").read_text())
+    step = max(1, args.sessions // args.flows)
+    flows = list(range(0, args.sessions, step))[:args.flows]
+    before = os.environ.get(name)
+
+    print(f"bench-ab: {name}={va} (A) against {name}={vb} (B); {args.sessions} sessions, traffic over "
+          f"{len(flows)}, {args.frame_size} B frames, 1 worker, {args.rounds} rounds of {args.seconds}s each",
+          flush=True)
+    print(f"{'role':<12}{'A Mpps':>8}{'B Mpps':>8}{'A/B':>7}{'A won':>7}")
+    out: dict = {"env": name, "a": va, "b": vb, "roles": {}}
+    for role in args.roles.split(","):
+        wrpcap(str(pcap), [Ether(b) for b in frames(role, flows, args.frame_size)])
+        pipes = {}
+        for v in (va, vb):
+            os.environ[name] = v
+            pipes[v], _, _ = pipeline_with_entries(
+                lib, prog, work, iospecs, cfg.dpdk_include, "compiled-only", one_step,
+                lambda pmap, role=role: entries(role, args.sessions, lambda *e: insert_update(pmap, *e)))
+        drops_before = {v: drop_total(p, enums) for v, p in pipes.items()}
+        runs: dict[str, list[float]] = {va: [], vb: []}
+        for k in range(args.rounds):
+            for v in ((va, vb) if k % 2 == 0 else (vb, va)):
+                runs[v].append(measure_mpps(pipes[v], PORT, args.seconds, 1))
+        for v, p in pipes.items():
+            check_forwarding(p, enums, role, flows, drops_before[v], f"{role} {name}={v}")
+            p.free()
+        ma, mb = statistics.median(runs[va]), statistics.median(runs[vb])
+        won = sum(a > b for a, b in zip(runs[va], runs[vb]))
+        print(f"{role:<12}{ma:>8.2f}{mb:>8.2f}{ma / mb:>7.3f}{won:>4}/{args.rounds}", flush=True)
+        out["roles"][role] = {"a_runs": runs[va], "b_runs": runs[vb], "a_median": ma, "b_median": mb}
+    if before is None:
+        os.environ.pop(name, None)
+    else:
+        os.environ[name] = before
+    if args.json:
+        Path(args.json).write_text(json.dumps(out, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
