@@ -80,10 +80,14 @@ def main() -> int:
     for role in args.roles.split(","):
         wrpcap(str(pcap), [Ether(b) for b in frames(role, flows, args.frame_size)])
         pipes = {}
-        for v in (va, vb):
+        for label, v in (("a", va), ("b", vb)):
+            # Each build compiles in a directory of its own: the switch's
+            # cache of compiled pipelines must not hand B the library of A.
+            build = work / label
+            build.mkdir(exist_ok=True)
             os.environ[name] = v
             pipes[v], _, _ = pipeline_with_entries(
-                lib, prog, work, iospecs, cfg.dpdk_include, "compiled-only", one_step,
+                lib, prog, build, iospecs, cfg.dpdk_include, "compiled-only", one_step,
                 lambda pmap, role=role: entries(role, args.sessions, lambda *e: insert_update(pmap, *e)))
         drops_before = {v: drop_total(p, enums) for v, p in pipes.items()}
         runs: dict[str, list[float]] = {va: [], vb: []}
