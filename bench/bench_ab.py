@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.bench_bng import PORT, ROLES, check_forwarding, drop_total, entries, frames  # noqa: E402
+from bench.bench_bng import PORT, ROLES, check_forwarding, drop_total, entries, frames, spread_flows  # noqa: E402
 from bench.workdir import work_dir  # noqa: E402
 
 
@@ -68,9 +68,7 @@ def main() -> int:
     one_step = cfg.table_lookup == "one-step"
     prog = load_program("bng", work, "bng.spec")
     enums = json.loads((prog.build_dir / "bng.enums.json").read_text())
-    step = max(1, args.sessions // args.flows)
-    flows = list(range(0, args.sessions, step))[:args.flows]
-    before = os.environ.get(name)
+    flows = spread_flows(args.sessions, args.flows)
 
     print(f"bench-ab: {name}={va} (A) against {name}={vb} (B); {args.sessions} sessions, traffic over "
           f"{len(flows)}, {args.frame_size} B frames, 1 worker, {args.rounds} rounds of {args.seconds}s each",
@@ -79,32 +77,29 @@ def main() -> int:
     out: dict = {"env": name, "a": va, "b": vb, "roles": {}}
     for role in args.roles.split(","):
         wrpcap(str(pcap), [Ether(b) for b in frames(role, flows, args.frame_size)])
+        values = {"a": va, "b": vb}
         pipes = {}
-        for label, v in (("a", va), ("b", vb)):
+        for label, v in values.items():
             # Each build compiles in a directory of its own: the switch's
             # cache of compiled pipelines must not hand B the library of A.
             build = work / label
             build.mkdir(exist_ok=True)
             os.environ[name] = v
-            pipes[v], _, _ = pipeline_with_entries(
+            pipes[label], _, _ = pipeline_with_entries(
                 lib, prog, build, iospecs, cfg.dpdk_include, "compiled-only", one_step,
                 lambda pmap, role=role: entries(role, args.sessions, lambda *e: insert_update(pmap, *e)))
-        drops_before = {v: drop_total(p, enums) for v, p in pipes.items()}
-        runs: dict[str, list[float]] = {va: [], vb: []}
+        drops_before = {label: drop_total(p, enums) for label, p in pipes.items()}
+        runs: dict[str, list[float]] = {"a": [], "b": []}
         for k in range(args.rounds):
-            for v in ((va, vb) if k % 2 == 0 else (vb, va)):
-                runs[v].append(measure_mpps(pipes[v], PORT, args.seconds, 1))
-        for v, p in pipes.items():
-            check_forwarding(p, enums, role, flows, drops_before[v], f"{role} {name}={v}")
+            for label in (("a", "b") if k % 2 == 0 else ("b", "a")):
+                runs[label].append(measure_mpps(pipes[label], PORT, args.seconds, 1))
+        for label, p in pipes.items():
+            check_forwarding(p, enums, role, flows, drops_before[label], f"{role} {name}={values[label]}")
             p.free()
-        ma, mb = statistics.median(runs[va]), statistics.median(runs[vb])
-        won = sum(a > b for a, b in zip(runs[va], runs[vb]))
+        ma, mb = statistics.median(runs["a"]), statistics.median(runs["b"])
+        won = sum(a > b for a, b in zip(runs["a"], runs["b"]))
         print(f"{role:<12}{ma:>8.2f}{mb:>8.2f}{ma / mb:>7.3f}{won:>4}/{args.rounds}", flush=True)
-        out["roles"][role] = {"a_runs": runs[va], "b_runs": runs[vb], "a_median": ma, "b_median": mb}
-    if before is None:
-        os.environ.pop(name, None)
-    else:
-        os.environ[name] = before
+        out["roles"][role] = {"a_runs": runs["a"], "b_runs": runs["b"], "a_median": ma, "b_median": mb}
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=2))
     return 0

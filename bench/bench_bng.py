@@ -170,6 +170,13 @@ def measure_p4_l2fwd(lib, args, work: Path, iospecs: list[str], dpdk_include: st
     return runs
 
 
+def spread_flows(sessions: int, n_flows: int) -> list[int]:
+    """The session indices the traffic cycles over: n_flows of them, spread
+    evenly across the installed sessions."""
+    step = max(1, sessions // n_flows)
+    return list(range(0, sessions, step))[:n_flows]
+
+
 def drop_total(p, enums: dict) -> int:
     """Packets the pipeline has counted as dropped, over every reason."""
     return sum(p.regarray_read("drops_0_packets", i) for i in enums["DropReason_t"]["members"].values())
@@ -213,8 +220,7 @@ def run_child(args) -> dict:
 
     prog = load_program("bng", work, "bng.spec")
     enums = json.loads((prog.build_dir / "bng.enums.json").read_text())
-    step = max(1, args.sessions // args.flows)
-    flows = list(range(0, args.sessions, step))[:args.flows]
+    flows = spread_flows(args.sessions, args.flows)
 
     out: dict = {}
     for size in args.frame_sizes.split(","):
