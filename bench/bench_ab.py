@@ -54,15 +54,12 @@ def main() -> int:
     from scapy.layers.l2 import Ether
     from scapy.utils import wrpcap
 
-    from bench.bench_dataplane import insert_update, measure_mpps, pipeline_with_entries
+    from bench.bench_dataplane import insert_update, measure_mpps, pcap_switch_config, pipeline_with_entries
     from bng_lab.in_process import load_program, start_eal
-    from bng_switch import switch_config
 
     work = work_dir("bench-bng-ab-")
     pcap = work / "in.pcap"
-    cfg = switch_config.from_dict({
-        "name": "ab", "work_dir": str(work), "workers": 1, "idle_us": 0, "mempool_mbufs": 8192,
-        "ports": [{"id": PORT, "type": "pcap", "rx_pcap": str(pcap), "tx_pcap": "none"}]})
+    cfg = pcap_switch_config("ab", work, pcap, 1, PORT)
     lib = start_eal(cfg)
     iospecs = [cfg.iospec(0)]
     one_step = cfg.table_lookup == "one-step"

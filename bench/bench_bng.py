@@ -203,16 +203,12 @@ def run_child(args) -> dict:
     from scapy.layers.l2 import Ether
     from scapy.utils import wrpcap
 
-    from bench.bench_dataplane import insert_update, make_pcap, measure_mpps, pipeline_with_entries
+    from bench.bench_dataplane import insert_update, make_pcap, measure_mpps, pcap_switch_config, pipeline_with_entries
     from bng_lab.in_process import load_program, start_eal
-    from bng_switch import switch_config
 
     work = work_dir("bench-bng-")
     pcap = work / "in.pcap"
-    cfg = switch_config.from_dict({
-        "name": "bb", "work_dir": str(work), "workers": args.workers, "idle_us": 0,
-        "mempool_mbufs": 8192 * args.workers,
-        "ports": [{"id": PORT, "type": "pcap", "rx_pcap": str(pcap), "tx_pcap": "none"}]})
+    cfg = pcap_switch_config("bb", work, pcap, args.workers, PORT)
     lib = start_eal(cfg)
     iospecs = [cfg.iospec(k) for k in range(args.workers)]
     mode = "compiled-only" if args.mode == "compiled" else "interpreted"

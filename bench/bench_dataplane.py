@@ -132,18 +132,25 @@ def run_modes(script: str, args, keys: tuple[str, ...]) -> dict | None:
     return results
 
 
+def pcap_switch_config(name: str, work: Path, pcap: Path, workers: int, port: int = 1):
+    """The switch config of a benchmark: `workers` busy-polling workers and
+    one pcap port that replays `pcap` and discards what the pipeline sends."""
+    from bng_switch import switch_config
+
+    return switch_config.from_dict({
+        "name": name, "work_dir": str(work), "workers": workers, "idle_us": 0,
+        "mempool_mbufs": 8192 * workers,
+        "ports": [{"id": port, "type": "pcap", "rx_pcap": str(pcap), "tx_pcap": "none"}]})
+
+
 def run_child(args) -> dict:
     """In a child process (it owns the EAL): all measurements of one mode."""
     from bng_lab.in_process import load_program, start_eal
-    from bng_switch import switch_config
 
     work = work_dir("bench-dp-")
     pcap = work / "in.pcap"
     make_pcap(pcap, args.frame_size, min(args.entries, 1024) or 1)
-    cfg = switch_config.from_dict({
-        "name": "bd", "work_dir": str(work), "workers": args.workers, "idle_us": 0,
-        "mempool_mbufs": 8192 * args.workers,
-        "ports": [{"id": 1, "type": "pcap", "rx_pcap": str(pcap), "tx_pcap": "none"}]})
+    cfg = pcap_switch_config("bd", work, pcap, args.workers)
     lib = start_eal(cfg)
     iospecs = [cfg.iospec(k) for k in range(args.workers)]
 
