@@ -25,7 +25,10 @@ def lab(tmp_path_factory):
         # must not make CPEs drop, a restarted one must resume echoing
         # (10 echoes: with 20 % loss each way an echo exchange fails 36 % of
         # the time, and 5 in a row happen within a minute across 30 CPEs)
-        "ppp": {"echo_interval": 2, "echo_failures": 10, "restart_time": 1},
+        # (Max-Configure 20 on both sides: 10 Configure-Requests in a row
+        # unanswered happen 0.36^10 of the time on the lossy line, per FSM)
+        "ppp": {"echo_interval": 2, "echo_failures": 10, "restart_time": 1,
+                "max_configure": 20, "ncp_max_configure": 20},
         "pppoe": {"padi_per_line": "200/s burst 400", "padi_per_mac": "2/s burst 4"},
     }).start()
     yield lab
@@ -39,12 +42,16 @@ def test_lossy_duplicating_reordering_line_converges(lab):
     handling on both sides) and, once set up, passes traffic without loss.
     (During setup a CPE whose last Configure-Ack was lost is Opened before
     the BNG knows it, and its first packets are dropped as NO_SESSION: that
-    is PPP, not the BNG.) Retry budgets are sized for such a line: 10
-    discovery attempts instead of 5."""
+    is PPP, not the BNG.) Retry budgets are sized for such a line, where an
+    exchange fails 36 % of the time: 10 discovery attempts instead of 5,
+    waits that stop doubling at 4 s (at 64 s, 7 PADRs lost in a row, 0.36^7
+    per session, used up the 90 s and failed one CI run of 30 sessions),
+    and 20 Configure-Requests."""
     n = 30
     e = lab.emulator("emu-lossy", "--sessions", str(n), "--drop-rx", "20", "--drop-tx", "20", "--dup-tx", "10",
                      "--reorder-tx", "10", "--seed", "7", "--restart-timer", "1", "--setup-timeout", "90",
-                     "--discovery-retries", "10", "--discovery-timeout", "0.5",
+                     "--discovery-retries", "10", "--discovery-timeout", "0.5", "--discovery-max-wait", "4",
+                     "--max-configure", "20",
                      "--ping", lab.core_host_ip, "--ping-interval", "0.5", "--hold",
                      "--mac-base", "02:10:55:00:00:00")
     try:

@@ -60,6 +60,7 @@ def test_help_exits_zero(subemu):
     ["--iface", "lo", "--svlan", "5000"],                  # VLAN id out of range
     ["--iface", "lo", "--sessions", "10", "--svlan", "7"],  # 10 sessions, 1 line
     ["--iface", "lo", "--dhcpv6-pd"],                      # needs --ipv6
+    ["--iface", "lo", "--discovery-timeout", "2", "--discovery-max-wait", "1"],   # cap below the first wait
 ])
 def test_usage_errors_exit_two(subemu, args):
     r = subprocess.run([subemu, *args], capture_output=True, text=True, timeout=30)

@@ -27,6 +27,7 @@ import (
 	"p4bng/emulator/internal/lcp"
 	"p4bng/emulator/internal/link"
 	"p4bng/emulator/internal/ppp"
+	"p4bng/emulator/internal/session"
 )
 
 const usageHead = `subemu: PPPoE subscriber emulator (RFC 2516, 1661, 1334, 1994, 2759, 1332, 1877, 5072, 4861, 8415)
@@ -48,7 +49,8 @@ type options struct {
 	cfg                                                           emulator.Config
 	rcvbuf                                                        int
 	mru, maxPayload                                               uint
-	restart, discoveryTimeout, echoInterval, setupTimeout         float64
+	restart, discoveryTimeout, discoveryMaxWait                   float64
+	echoInterval, setupTimeout                                    float64
 	pingInterval, duration, floodDuration, statusInterval         float64
 	teardownWait, reconnectDelay                                  float64
 	noDNS, quiet                                                  bool
@@ -77,8 +79,9 @@ func newFlags(o *options, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&o.auth, "auth", "pap,chap,mschapv2", "authentication methods to accept, preferred first")
 	fs.UintVar(&o.mru, "mru", lcp.PPPoEMRU, "MRU to request (at most 1492 without --ppp-max-payload)")
 	fs.UintVar(&o.maxPayload, "ppp-max-payload", 0, "RFC 4638 PPP-Max-Payload to ask for in PADI/PADR (0 = off)")
-	fs.IntVar(&s.DiscoveryRetries, "discovery-retries", 5, "PADI and PADR attempts (back-off 1, 2, 4... s)")
+	fs.IntVar(&s.DiscoveryRetries, "discovery-retries", 5, "PADI (and PADR) attempts (back-off 1, 2, 4... s); PADRs unanswered start over with a PADI")
 	fs.Float64Var(&o.discoveryTimeout, "discovery-timeout", 1, "first PADI/PADR wait, doubled per attempt")
+	fs.Float64Var(&o.discoveryMaxWait, "discovery-max-wait", session.DefaultDiscoveryMaxWait.Seconds(), "longest PADI/PADR wait: the doubling stops here")
 	fs.Float64Var(&o.restart, "restart-timer", 3, "PPP Restart timer")
 	fs.IntVar(&s.PPP.MaxConfigure, "max-configure", 10, "PPP Max-Configure")
 	fs.IntVar(&s.PPP.MaxTerminate, "max-terminate", 2, "PPP Max-Terminate")
@@ -218,6 +221,7 @@ func (o *options) build(fs *flag.FlagSet, stderr io.Writer) (*emulator.Config, e
 		return nil, errors.New("--restart-timer and the PPP counters must be positive")
 	}
 	s.DiscoveryTimeout = seconds(o.discoveryTimeout)
+	s.DiscoveryMaxWait = seconds(o.discoveryMaxWait)
 	s.EchoInterval = seconds(o.echoInterval)
 	s.SetupTimeout = seconds(o.setupTimeout)
 	s.ReconnectDelay = seconds(o.reconnectDelay)
@@ -225,6 +229,9 @@ func (o *options) build(fs *flag.FlagSet, stderr io.Writer) (*emulator.Config, e
 	s.WantDNS = !o.noDNS
 	if s.DiscoveryTimeout <= 0 || s.SetupTimeout <= 0 || s.EchoInterval < 0 || s.PingInterval <= 0 {
 		return nil, errors.New("--discovery-timeout, --setup-timeout and --ping-interval must be positive")
+	}
+	if s.DiscoveryMaxWait < s.DiscoveryTimeout {
+		return nil, errors.New("--discovery-max-wait must be at least --discovery-timeout")
 	}
 	if s.EchoInterval > 0 && s.EchoFailures < 1 {
 		return nil, errors.New("--lcp-echo-failures must be at least 1")

@@ -352,6 +352,60 @@ func TestLossyLineStillConverges(t *testing.T) {
 	}
 }
 
+// PADRs that go unanswered send the CPE back to PADI (RFC 2516 section 7)
+// with a new Host-Uniq, and the second exchange brings the session up.
+func TestUnansweredPADRsStartOverWithPADI(t *testing.T) {
+	cfg := baseConfig(1)
+	cfg.Session.DiscoveryRetries = 3
+	ac := acConfig()
+	ac.IgnorePADRs = 3
+	b := newBench(t, cfg, ac).start()
+	b.finish(120 * time.Second)
+	r := b.e.Report(true)
+	if r.Established != 1 || r.Failed != 0 || b.ac.PADIs != 2 || b.ac.PADRs != 4 {
+		t.Fatalf("established %d failed %v PADIs %d PADRs %d", r.Established, nonZero(r.FailedReasons), b.ac.PADIs, b.ac.PADRs)
+	}
+	if r.Events["discovery_restarts"] != 1 {
+		t.Fatalf("events %v", r.Events)
+	}
+	b.checkACErrors()
+}
+
+// Only the PADIs' own budget ends discovery: an AC that never answers a
+// PADR keeps the CPE cycling PADI, PADR until the setup timer fires.
+func TestPADRsNeverAnsweredFailAtSetupTimeout(t *testing.T) {
+	cfg := baseConfig(1)
+	cfg.Session.SetupTimeout = 40 * time.Second
+	ac := acConfig()
+	ac.IgnorePADRs = 1000
+	b := newBench(t, cfg, ac).start()
+	b.finish(120 * time.Second)
+	r := b.e.Report(true)
+	if r.Failed != 1 || r.FailedReasons[session.ReasonDiscoveryTimeout] != 1 || b.ac.PADIs < 2 {
+		t.Fatalf("failed %v PADIs %d PADRs %d", nonZero(r.FailedReasons), b.ac.PADIs, b.ac.PADRs)
+	}
+	if now := b.e.Now(); now < 40*time.Second || now > 42*time.Second {
+		t.Fatalf("gave up at %v, not at the setup timeout", now)
+	}
+}
+
+// --discovery-max-wait stops the doubling: waits of 1, 2, 2, 2, 2 s.
+func TestDiscoveryMaxWaitCapsBackoff(t *testing.T) {
+	cfg := baseConfig(1)
+	cfg.Session.DiscoveryMaxWait = 2 * time.Second
+	ac := acConfig()
+	ac.IgnorePADIs = 1000
+	b := newBench(t, cfg, ac).start()
+	b.finish(120 * time.Second)
+	r := b.e.Report(true)
+	if r.FailedReasons[session.ReasonDiscoveryTimeout] != 1 || b.ac.PADIs != 5 {
+		t.Fatalf("failed %v PADIs %d", nonZero(r.FailedReasons), b.ac.PADIs)
+	}
+	if now := b.e.Now(); now < 9*time.Second || now > 10*time.Second {
+		t.Fatalf("gave up at %v", now)
+	}
+}
+
 func TestDiscoveryTimeoutBackoff(t *testing.T) {
 	cfg := baseConfig(1)
 	ac := acConfig()

@@ -67,6 +67,7 @@ func (e *Engine) Report(withSessions bool) *report.Report {
 		ProtocolErrors:    copyCounts(e.perr),
 		Events: map[string]uint64{
 			"discovery_retransmissions":     st.DiscoveryRetransmissions,
+			"discovery_restarts":            st.DiscoveryRestarts,
 			"pap_retransmissions":           st.PAPRetransmissions,
 			"chap_response_retransmissions": st.CHAPResponseRetransmitted,
 			"implicit_auth_success":         st.ImplicitAuthSuccess,

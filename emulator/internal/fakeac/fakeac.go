@@ -39,6 +39,7 @@ type Config struct {
 	AnswerEcho  bool
 	PPP         ppp.Config
 	IgnorePADIs int  // answer no PADO to the first N PADIs
+	IgnorePADRs int  // answer no PADS to the first N PADRs
 	MaxPayload  bool // echo RFC 4638 PPP-Max-Payload
 	// ReplyLine, when set, picks the tags of the AC's discovery replies
 	// (to script a BNG answering on the wrong VLAN).
@@ -85,6 +86,7 @@ type AC struct {
 	byMAC    map[ethernet.MAC]*Session
 	nextSID  uint16
 	padis    int
+	padrs    int
 	Sessions []*Session
 	// Counters for assertions.
 	PADIs, PADRs, PADTs int
@@ -183,6 +185,10 @@ func (ac *AC) discovery(f *ethernet.Frame, h pppoe.Header) {
 		}
 		if !d.HasACCookie || string(d.ACCookie) != string(f.Src[:]) {
 			ac.errorf("PADR without our cookie")
+			return
+		}
+		ac.padrs++
+		if ac.padrs <= ac.cfg.IgnorePADRs {
 			return
 		}
 		if ac.cfg.PADSError != 0 {

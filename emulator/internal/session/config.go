@@ -22,6 +22,7 @@ type Config struct {
 	MaxPayload       uint16        // RFC 4638 PPP-Max-Payload to ask for; 0 = do not
 	DiscoveryRetries int           // PADI (and PADR) attempts
 	DiscoveryTimeout time.Duration // first wait; doubles per attempt
+	DiscoveryMaxWait time.Duration // the doubling stops here; 0 = 64 s
 	PPP              ppp.Config
 	LCP              lcp.Config
 	WantDNS          bool
@@ -87,6 +88,7 @@ type Stats struct {
 	ImplicitAuthSuccess       uint64
 	NCPRenegotiations         uint64 // IPCP/IPv6CP renegotiated while established
 	DiscoveryRetransmissions  uint64
+	DiscoveryRestarts         uint64 // PADRs unanswered, back to PADI
 	PAPRetransmissions        uint64
 	CHAPResponseRetransmitted uint64
 }

@@ -18,12 +18,34 @@ func (s *Session) hostUniq() [HostUniqLen]byte {
 	return v
 }
 
+// DefaultDiscoveryMaxWait caps the PADI/PADR back-off when the
+// configuration does not.
+const DefaultDiscoveryMaxWait = 64 * time.Second
+
 func (s *Session) backoff() time.Duration {
+	max := s.cfg.DiscoveryMaxWait
+	if max <= 0 {
+		max = DefaultDiscoveryMaxWait
+	}
 	d := s.cfg.DiscoveryTimeout << uint(s.tries-1)
-	if max := 64 * time.Second; d > max || d <= 0 {
+	if d > max || d <= 0 {
 		d = max
 	}
 	return d
+}
+
+// padrExhausted starts discovery over with a PADI once the PADRs went
+// unanswered (RFC 2516 section 7: "After a specified number of retries,
+// the Host SHOULD then resend a PADI packet"), rather than giving up while
+// the setup timer still runs: the AC that took our PADR may be gone, or
+// only its PADS were lost. A new Host-Uniq (attempt number) makes the old
+// exchange's late PADS harmless; the AC times out the session it opened.
+func (s *Session) padrExhausted() {
+	s.env.Stats().DiscoveryRestarts++
+	s.attempt++
+	s.phase, s.tries = Discovery, 0
+	s.acMAC, s.acName, s.cookie, s.relay = ethernet.MAC{}, "", nil, nil
+	s.sendPADI()
 }
 
 func (s *Session) sendDiscovery(code pppoe.Code, dst ethernet.MAC) {

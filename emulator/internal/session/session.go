@@ -452,7 +452,7 @@ func (s *Session) stepTimeout() {
 		s.sendPADI()
 	case Requesting:
 		if s.tries >= s.cfg.DiscoveryRetries {
-			s.down(ReasonDiscoveryTimeout, false)
+			s.padrExhausted()
 			return
 		}
 		s.sendPADR()
