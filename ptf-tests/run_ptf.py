@@ -10,6 +10,7 @@ port 0 is the CPU port (PacketIn/PacketOut over P4Runtime).
 from __future__ import annotations
 
 import argparse
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -36,6 +37,8 @@ def main() -> int:
         return 1
     lab = netlab.NetLab()
     sw = None
+    tmp: Path | None = None
+    rc = 1
     try:
         ports, ifaces = [], []
         for n in range(1, N_PORTS + 1):
@@ -56,14 +59,20 @@ def main() -> int:
                *ifaces, *args.tests]
         print(" ".join(cmd), flush=True)
         rc = subprocess.run(cmd, cwd=tmp).returncode
-        return rc
     finally:
         if sw is not None:
-            rc = sw.stop()
-            if rc != 0:
+            sw_rc = sw.stop()
+            if sw_rc != 0:
                 print(sw.log()[-3000:])
-                print(f"switch exited with {rc}")
+                print(f"switch exited with {sw_rc}")
+                rc = rc or 1
         lab.cleanup()
+        if tmp is not None:
+            if rc == 0:
+                shutil.rmtree(tmp, ignore_errors=True)
+            else:
+                print(f"PTF log and switch work directory kept in {tmp}")
+    return rc
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ no namespace, link, process or hugepage behind."""
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -79,5 +80,8 @@ def test_lab_stops_cleanly_on_ctrl_c():
     rest, _ = p.communicate(timeout=120)
     out = "".join(lines) + rest
     assert "lab: stopped" in out, out
+    kept = re.search(r"lab: logs kept in (\S+)", out)           # stopped before all were up: logs kept
+    assert kept, out
+    shutil.rmtree(kept.group(1))
     assert (netns_names(), link_names()) == before
     assert subprocess.run(["pgrep", "-f", LAB_PROCESSES]).returncode == 1, "a lab process survived"

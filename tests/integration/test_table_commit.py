@@ -21,11 +21,10 @@ pytestmark = pytest.mark.root
 PROGRAM = "switch_test"
 
 
-def child() -> dict:
+def child(work: str) -> dict:
     from bng_lab.in_process import load_program, start_eal
     from bng_switch import libbsw, switch_config
 
-    work = tempfile.mkdtemp(prefix="table-commit-")
     prog = load_program(PROGRAM, Path(work))
     cfg = switch_config.from_dict({"name": "tc", "work_dir": work, "ports": [], "workers": 1,
                                    "mempool_mbufs": 4096})
@@ -140,4 +139,5 @@ def test_the_same_batch_well_formed_applies(result):
 
 
 if __name__ == "__main__":
-    print(json.dumps(child()))
+    with tempfile.TemporaryDirectory(prefix="table-commit-") as work_dir:
+        print(json.dumps(child(work_dir)))
