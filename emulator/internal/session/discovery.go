@@ -34,18 +34,24 @@ func (s *Session) backoff() time.Duration {
 	return d
 }
 
-// padrExhausted starts discovery over with a PADI once the PADRs went
-// unanswered (RFC 2516 section 7: "After a specified number of retries,
-// the Host SHOULD then resend a PADI packet"), rather than giving up while
-// the setup timer still runs: the AC that took our PADR may be gone, or
-// only its PADS were lost. A new Host-Uniq (attempt number) makes the old
-// exchange's late PADS harmless; the AC times out the session it opened.
-func (s *Session) padrExhausted() {
-	s.env.Stats().DiscoveryRestarts++
+// discover begins a discovery exchange, PADI first, under a new Host-Uniq
+// (attempt number): replies to an earlier exchange no longer match.
+func (s *Session) discover() {
 	s.attempt++
 	s.phase, s.tries = Discovery, 0
 	s.acMAC, s.acName, s.cookie, s.relay = ethernet.MAC{}, "", nil, nil
 	s.sendPADI()
+}
+
+// padrExhausted starts discovery over with a PADI once the PADRs went
+// unanswered (RFC 2516 section 7: "After a specified number of retries,
+// the Host SHOULD then resend a PADI packet"), rather than giving up while
+// the setup timer still runs: the AC that took our PADR may be gone, or
+// only its PADS were lost. The new Host-Uniq makes the old exchange's late
+// PADS harmless; the AC times out the session it opened.
+func (s *Session) padrExhausted() {
+	s.env.Stats().DiscoveryRestarts++
+	s.discover()
 }
 
 func (s *Session) sendDiscovery(code pppoe.Code, dst ethernet.MAC) {

@@ -190,14 +190,11 @@ func (s *Session) now() time.Duration { return s.env.Sched().Now() }
 
 // Start begins a setup attempt with a PADI.
 func (s *Session) Start() {
-	s.attempt++
-	s.phase = Discovery
 	s.attemptStart = s.now()
 	if !s.started {
 		s.started, s.FirstPADI = true, s.attemptStart
 	}
-	s.tries = 0
-	s.acMAC, s.acName, s.sid, s.cookie, s.relay, s.bigMRU = ethernet.MAC{}, "", 0, nil, nil, false
+	s.sid, s.bigMRU = 0, false
 	s.Failure, s.FailDetail = "", ""
 	s.lcpPol.Reset()
 	s.ipcpPol.Reset(s.cfg.WantDNS)
@@ -207,7 +204,7 @@ func (s *Session) Start() {
 	s.raSeen, s.rsTries, s.v6Prefix, s.slaac, s.dhcp = false, 0, netip.Prefix{}, netip.Addr{}, nil
 	s.echoOutstanding, s.lastResp = 0, nil
 	s.tSetup.Reset(s.cfg.SetupTimeout)
-	s.sendPADI()
+	s.discover()
 }
 
 // buildPPP puts a PPP frame of protocol p with payload into a TxBuf.
