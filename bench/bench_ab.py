@@ -71,10 +71,10 @@ def main() -> int:
           f"{len(flows)}, {args.frame_size} B frames, 1 worker, {args.rounds} rounds of {args.seconds}s each",
           flush=True)
     print(f"{'role':<12}{'A Mpps':>8}{'B Mpps':>8}{'A/B':>7}{'A won':>7}")
-    out: dict = {"env": name, "a": va, "b": vb, "roles": {}}
+    values = {"a": va, "b": vb}
+    out: dict = {"env": name, **values, "roles": {}}
     for role in args.roles.split(","):
         wrpcap(str(pcap), [Ether(b) for b in frames(role, flows, args.frame_size)])
-        values = {"a": va, "b": vb}
         pipes = {}
         for label, v in values.items():
             # Each build compiles in a directory of its own: the switch's
