@@ -4,7 +4,7 @@
 SHELL := /bin/bash
 PY := .venv/bin/python
 
-.PHONY: setup lab test unit-test p4 p4-check switch emulator bench bench-tables bench-dataplane bench-bng bench-ab bench-setup bench-l2tp clean
+.PHONY: setup lab test unit-test p4 p4-check switch emulator bench bench-tables bench-dataplane bench-bng bench-ab bench-path bench-setup bench-l2tp clean
 
 setup:
 	bash scripts/setup.sh
@@ -62,6 +62,10 @@ bench-bng: setup
 # a switch compile option A/B, interleaved in one process (BENCH_AB_ARGS="--env BSW_SWX_GROUP_CHAIN=1,0")
 bench-ab: setup
 	$(PY) bench/bench_ab.py $(BENCH_AB_ARGS)
+
+# SWX instructions per packet by role (DPDK's trace), a figure the VM's noise does not move
+bench-path: setup
+	$(PY) bench/bench_path_length.py $(BENCH_PATH_ARGS)
 
 clean:
 	make -C targets/dpdk clean
