@@ -25,7 +25,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.bench_bng import PORT, ROLES, check_forwarding, drop_total, entries, frames, spread_flows  # noqa: E402
-from bench.workdir import work_dir  # noqa: E402
 
 
 def parse_env(spec: str) -> tuple[str, str, str]:
@@ -54,14 +53,10 @@ def main() -> int:
     from scapy.layers.l2 import Ether
     from scapy.utils import wrpcap
 
-    from bench.bench_dataplane import insert_update, measure_mpps, pcap_switch_config, pipeline_with_entries
-    from bng_lab.in_process import load_program, start_eal
+    from bench.bench_dataplane import insert_update, measure_mpps, pipeline_with_entries, start_pcap_bench
+    from bng_lab.in_process import load_program
 
-    work = work_dir("bench-bng-ab-")
-    pcap = work / "in.pcap"
-    cfg = pcap_switch_config("ab", work, pcap, 1, PORT)
-    lib = start_eal(cfg)
-    iospecs = [cfg.iospec(0)]
+    work, pcap, cfg, lib, iospecs = start_pcap_bench("bench-bng-ab-", "ab", 1, PORT)
     one_step = cfg.table_lookup == "one-step"
     prog = load_program("bng", work, "bng.spec")
     enums = json.loads((prog.build_dir / "bng.enums.json").read_text())

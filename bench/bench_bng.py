@@ -40,7 +40,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.bench_dataplane import L2FWD_SPEC, frame_sizes, run_modes  # noqa: E402
-from bench.workdir import work_dir  # noqa: E402
 
 ROLES = ("pppoe_up", "pppoe_down", "lac_up", "lac_down", "lns_up", "lns_down")
 
@@ -203,14 +202,10 @@ def run_child(args) -> dict:
     from scapy.layers.l2 import Ether
     from scapy.utils import wrpcap
 
-    from bench.bench_dataplane import insert_update, make_pcap, measure_mpps, pcap_switch_config, pipeline_with_entries
-    from bng_lab.in_process import load_program, start_eal
+    from bench.bench_dataplane import insert_update, make_pcap, measure_mpps, pipeline_with_entries, start_pcap_bench
+    from bng_lab.in_process import load_program
 
-    work = work_dir("bench-bng-")
-    pcap = work / "in.pcap"
-    cfg = pcap_switch_config("bb", work, pcap, args.workers, PORT)
-    lib = start_eal(cfg)
-    iospecs = [cfg.iospec(k) for k in range(args.workers)]
+    work, pcap, cfg, lib, iospecs = start_pcap_bench("bench-bng-", "bb", args.workers, PORT)
     mode = "compiled-only" if args.mode == "compiled" else "interpreted"
     one_step = (args.lookup or cfg.table_lookup) == "one-step"
 

@@ -132,27 +132,32 @@ def run_modes(script: str, args, keys: tuple[str, ...]) -> dict | None:
     return results
 
 
-def pcap_switch_config(name: str, work: Path, pcap: Path, workers: int, port: int = 1):
-    """The switch config of a benchmark: `workers` busy-polling workers and
-    one pcap port that replays `pcap` and discards what the pipeline sends."""
+def start_pcap_bench(prefix: str, name: str, workers: int, port: int = 1):
+    """What every pcap benchmark starts from, in the process that is to own
+    the EAL: a scratch directory (work_dir(prefix)), the path of the pcap its
+    port replays (in.pcap there, written by the caller before each pipeline
+    build opens it), a switch config of `workers` busy-polling workers and
+    that one pcap port, which discards what the pipeline sends, the started
+    EAL, and the workers' iospecs. Returns (work, pcap, cfg, lib, iospecs)."""
+    from bng_lab.in_process import start_eal
     from bng_switch import switch_config
 
-    return switch_config.from_dict({
+    work = work_dir(prefix)
+    pcap = work / "in.pcap"
+    cfg = switch_config.from_dict({
         "name": name, "work_dir": str(work), "workers": workers, "idle_us": 0,
         "mempool_mbufs": 8192 * workers,
         "ports": [{"id": port, "type": "pcap", "rx_pcap": str(pcap), "tx_pcap": "none"}]})
+    lib = start_eal(cfg)
+    return work, pcap, cfg, lib, [cfg.iospec(k) for k in range(workers)]
 
 
 def run_child(args) -> dict:
     """In a child process (it owns the EAL): all measurements of one mode."""
-    from bng_lab.in_process import load_program, start_eal
+    from bng_lab.in_process import load_program
 
-    work = work_dir("bench-dp-")
-    pcap = work / "in.pcap"
+    work, pcap, cfg, lib, iospecs = start_pcap_bench("bench-dp-", "bd", args.workers)
     make_pcap(pcap, args.frame_size, min(args.entries, 1024) or 1)
-    cfg = pcap_switch_config("bd", work, pcap, args.workers)
-    lib = start_eal(cfg)
-    iospecs = [cfg.iospec(k) for k in range(args.workers)]
 
     def measure(p) -> float:
         return measure_mpps(p, 1, args.seconds, args.workers)

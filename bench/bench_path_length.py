@@ -36,7 +36,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.bench_bng import PORT, ROLES, entries, frames, spread_flows  # noqa: E402
-from bench.workdir import work_dir  # noqa: E402
 
 TRACE_LINE = re.compile(r"^\[Thread\s+(\d+)\]:?\s*(.*)$")
 RX = re.compile(r"^rx \d+ pkt from port")
@@ -73,11 +72,11 @@ def count_paths(trace: str) -> list[dict[str, int]]:
     return done
 
 
-def traced_run(p, n_packets: int, timeout_s: float = 10.0) -> str:
+def traced_run(p, n_packets: int, out: Path, timeout_s: float = 10.0) -> str:
     """Runs the pipeline until its port has received n_packets, with the C
-    library's stdout (where DPDK's trace goes) sent to a file; returns it."""
+    library's stdout (where DPDK's trace goes) sent to the file `out`;
+    returns what it holds."""
     libc = ctypes.CDLL(None)
-    out = work_dir("bench-path-trace-") / "trace.txt"
     sys.stdout.flush()
     libc.fflush(None)
     saved = os.dup(1)
@@ -115,15 +114,11 @@ def main() -> int:
     from scapy.layers.l2 import Ether
     from scapy.utils import wrpcap
 
-    from bench.bench_dataplane import insert_update, pcap_switch_config, pipeline_with_entries
-    from bng_lab.in_process import load_program, start_eal
+    from bench.bench_dataplane import insert_update, pipeline_with_entries, start_pcap_bench
+    from bng_lab.in_process import load_program
 
     os.environ["BSW_SWX_TRACE"] = "1"
-    work = work_dir("bench-path-")
-    pcap = work / "in.pcap"
-    cfg = pcap_switch_config("path", work, pcap, 1, PORT)
-    lib = start_eal(cfg)
-    iospecs = [cfg.iospec(0)]
+    work, pcap, cfg, lib, iospecs = start_pcap_bench("bench-path-", "path", 1, PORT)
     one_step = cfg.table_lookup == "one-step"
     flows = spread_flows(args.sessions, args.sessions)
     prog = load_program("bng", work, "bng.spec")
@@ -137,7 +132,7 @@ def main() -> int:
         p, _, _ = pipeline_with_entries(
             lib, prog, work, iospecs, cfg.dpdk_include, "compiled-only", one_step,
             lambda pmap, role=role: entries(role, args.sessions, lambda *e: insert_update(pmap, *e)))
-        paths = count_paths(traced_run(p, args.packets))
+        paths = count_paths(traced_run(p, args.packets, work / f"trace-{role}.txt"))
         p.free()
         if not paths:
             raise SystemExit(f"{role}: no complete packet in the trace")
