@@ -24,7 +24,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.bench_bng import PORT, ROLES, check_forwarding, drop_total, entries, frames, spread_flows  # noqa: E402
+from bench.bench_bng import (PORT, ROLES, check_forwarding, drop_total, frames, role_pipeline,  # noqa: E402
+                             spread_flows)
 
 
 def parse_env(spec: str) -> tuple[str, str, str]:
@@ -53,7 +54,7 @@ def main() -> int:
     from scapy.layers.l2 import Ether
     from scapy.utils import wrpcap
 
-    from bench.bench_dataplane import insert_update, measure_mpps, pipeline_with_entries, start_pcap_bench
+    from bench.bench_dataplane import measure_mpps, start_pcap_bench
     from bng_lab.in_process import load_program
 
     work, pcap, cfg, lib, iospecs = start_pcap_bench("bench-bng-ab-", "ab", 1, PORT)
@@ -77,9 +78,8 @@ def main() -> int:
             build = work / label
             build.mkdir(exist_ok=True)
             os.environ[name] = v
-            pipes[label], _, _ = pipeline_with_entries(
-                lib, prog, build, iospecs, cfg.dpdk_include, "compiled-only", one_step,
-                lambda pmap, role=role: entries(role, args.sessions, lambda *e: insert_update(pmap, *e)))
+            pipes[label], _, _ = role_pipeline(lib, prog, build, iospecs, cfg.dpdk_include, "compiled-only",
+                                               one_step, role, args.sessions)
         drops_before = {label: drop_total(p, enums) for label, p in pipes.items()}
         runs: dict[str, list[float]] = {"a": [], "b": []}
         for k in range(args.rounds):

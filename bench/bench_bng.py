@@ -176,6 +176,16 @@ def spread_flows(sessions: int, n_flows: int) -> list[int]:
     return list(range(0, sessions, step))[:n_flows]
 
 
+def role_pipeline(lib, prog, work: Path, iospecs: list[str], dpdk_include: str, mode: str, one_step: bool,
+                  role: str, sessions: int):
+    """The bng pipeline built in `work` with the entries of `sessions`
+    sessions of one role: pipeline_with_entries's (pipeline, entries
+    written, install seconds)."""
+    from bench.bench_dataplane import insert_update, pipeline_with_entries
+    return pipeline_with_entries(lib, prog, work, iospecs, dpdk_include, mode, one_step,
+                                 lambda pmap: entries(role, sessions, lambda *e: insert_update(pmap, *e)))
+
+
 def drop_total(p, enums: dict) -> int:
     """Packets the pipeline has counted as dropped, over every reason."""
     return sum(p.regarray_read("drops_0_packets", i) for i in enums["DropReason_t"]["members"].values())
@@ -202,7 +212,7 @@ def run_child(args) -> dict:
     from scapy.layers.l2 import Ether
     from scapy.utils import wrpcap
 
-    from bench.bench_dataplane import insert_update, make_pcap, measure_mpps, pipeline_with_entries, start_pcap_bench
+    from bench.bench_dataplane import make_pcap, measure_mpps, start_pcap_bench
     from bng_lab.in_process import load_program
 
     work, pcap, cfg, lib, iospecs = start_pcap_bench("bench-bng-", "bb", args.workers, PORT)
@@ -226,12 +236,8 @@ def run_child(args) -> dict:
         for role in args.roles.split(","):
             pkts = frames(role, flows, size)
             wrpcap(str(pcap), [Ether(b) for b in pkts])
-
-            def updates(pmap, role=role):
-                return entries(role, args.sessions, lambda *e: insert_update(pmap, *e))
-
-            p, n_ops, install_s = pipeline_with_entries(lib, prog, work, iospecs, cfg.dpdk_include, mode, one_step,
-                                                        updates)
+            p, n_ops, install_s = role_pipeline(lib, prog, work, iospecs, cfg.dpdk_include, mode, one_step, role,
+                                                args.sessions)
             drops_before = drop_total(p, enums)
             runs = [measure_mpps(p, PORT, args.seconds, args.workers) for _ in range(args.runs)]
             check_forwarding(p, enums, role, flows, drops_before, f"{role} {size}")

@@ -35,7 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.bench_bng import PORT, ROLES, entries, frames, spread_flows  # noqa: E402
+from bench.bench_bng import PORT, ROLES, frames, role_pipeline, spread_flows  # noqa: E402
 
 TRACE_LINE = re.compile(r"^\[Thread\s+(\d+)\]:?\s*(.*)$")
 RX = re.compile(r"^rx \d+ pkt from port")
@@ -114,7 +114,7 @@ def main() -> int:
     from scapy.layers.l2 import Ether
     from scapy.utils import wrpcap
 
-    from bench.bench_dataplane import insert_update, pipeline_with_entries, start_pcap_bench
+    from bench.bench_dataplane import start_pcap_bench
     from bng_lab.in_process import load_program
 
     os.environ["BSW_SWX_TRACE"] = "1"
@@ -129,9 +129,8 @@ def main() -> int:
     results: dict[str, dict] = {}
     for role in args.roles.split(","):
         wrpcap(str(pcap), [Ether(b) for b in frames(role, flows, 64)])
-        p, _, _ = pipeline_with_entries(
-            lib, prog, work, iospecs, cfg.dpdk_include, "compiled-only", one_step,
-            lambda pmap, role=role: entries(role, args.sessions, lambda *e: insert_update(pmap, *e)))
+        p, _, _ = role_pipeline(lib, prog, work, iospecs, cfg.dpdk_include, "compiled-only", one_step, role,
+                                args.sessions)
         paths = count_paths(traced_run(p, args.packets, work / f"trace-{role}.txt"))
         p.free()
         if not paths:
