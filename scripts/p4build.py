@@ -147,8 +147,9 @@ def compile_tna(prog: Program, p4c: str) -> None:
                "-o", work, str(prog.main)]
         print(" ".join(cmd))
         subprocess.run(cmd, check=True)
-        resources = next(Path(work).rglob("resources.json"))
-        summary = resource_summary(json.loads(resources.read_text()), prog.target)
+        resources = json.loads(next(Path(work).rglob("resources.json")).read_text())
+        check_fits(resources, n, prog.target)
+        summary = resource_summary(resources, prog.target)
         bfas = find_bfas(p4c)
         for asm in sorted(Path(work).rglob("*.bfa")):           # one per pipe
             lost = parser_headers_lost(asm.read_text(), P4SRC / "include" / "parser.p4")
@@ -197,6 +198,16 @@ def find_bfas(p4c: str) -> str | None:
     """p4c's Tofino assembler: beside p4c-barefoot, else on PATH."""
     beside = Path(p4c).parent / "bfas"
     return str(beside) if beside.exists() else shutil.which("bfas")
+
+
+def check_fits(resources: dict, name: str, target: str) -> None:
+    """p4c-barefoot reports success for a program whose tables it placed in
+    more MAU stages than the chip has (it printed no error at 22 of
+    Tofino 2's 20): such outputs describe no device, so they are refused."""
+    mau = resources["resources"]["mau"]
+    if len(mau["mau_stages"]) > mau["nStages"]:
+        raise SystemExit(f"{name}: does not fit {target}: the compiler placed it in "
+                         f"{len(mau['mau_stages'])} MAU stages, the chip has {mau['nStages']}")
 
 
 def resource_summary(resources: dict, target: str) -> str:

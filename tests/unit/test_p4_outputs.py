@@ -1,5 +1,6 @@
 """The compiled P4 outputs in p4src/build/ match their sources, and (where
 the compilers are installed) the compilers still produce them."""
+import json
 import shutil
 import subprocess
 import sys
@@ -55,10 +56,11 @@ def test_tna_top_still_compiles(program, tmp_path):
     prog = PROGRAMS[program]
     barefoot = shutil.which("p4c-barefoot")
     if barefoot:
-        subprocess.run([barefoot, *p4build.tofino_args(prog), "-I", str(ROOT / "p4src/include"),
+        subprocess.run([barefoot, "-g", *p4build.tofino_args(prog), "-I", str(ROOT / "p4src/include"),
                         "-o", str(tmp_path), str(prog.main)], check=True)
         bfa = next(tmp_path.rglob("*.bfa")).read_text()
         assert p4build.parser_headers_lost(bfa, ROOT / "p4src/include/parser.p4") == []
+        p4build.check_fits(json.loads(next(tmp_path.rglob("resources.json")).read_text()), program, prog.target)
         return
     p4test, inc = shutil.which("p4test"), p4build.tofino_include()
     if not (p4test and inc):
@@ -79,6 +81,14 @@ def test_parser_check_finds_headers_a_compiled_parser_lost(tmp_path):
            "        H3: 1  # value 1 -> H3 bit[0]: ingress::hdr.pppoe.$valid\n"
            "deparser ingress:\n    clot 0:\n      pov: ingress::hdr.ipv4.$valid\n")
     assert p4build.parser_headers_lost(bfa, parser_p4) == ["hdr.ipv4"]
+
+
+def test_a_program_placed_in_more_stages_than_the_chip_has_is_refused():
+    def resources(n_used: int) -> dict:
+        return {"resources": {"mau": {"nStages": 20, "mau_stages": [{}] * n_used}}}
+    p4build.check_fits(resources(20), "bng_tofino2", "tofino2")
+    with pytest.raises(SystemExit, match="placed it in 22 MAU stages, the chip has 20"):
+        p4build.check_fits(resources(22), "bng_tofino2", "tofino2")
 
 
 def test_enums_export_reads_p4_enums():
