@@ -112,7 +112,9 @@ def entries(role: str, n: int, entry) -> list:
         ups.append(entry("l2tp_tunnel", {"tunnel_idx": TUNNEL_IDX}, "set_tunnel",
                          {"local_ip": BNG_IP, "peer_ip": PEER_IP, "peer_tunnel_id": PEER_TUNNEL,
                           "peer_port": 1701, "nexthop_id": NEXTHOP}))
-    if role in ("lac_down", "lns_up"):
+    if role == "lac_down":
+        ups.append(entry("local_ipv4", {"addr": BNG_IP}, "set_local_no_lns", {}))
+    if role == "lns_up":
         ups.append(entry("local_ipv4", {"addr": BNG_IP}, "set_local", {}))
     for i in range(n):
         sess = {"line_id": LINE_ID, "session_id": i + 1, "src_mac": client_mac(i)}
@@ -133,7 +135,8 @@ def entries(role: str, n: int, entry) -> list:
             ups.append(entry("l2tp_session", l2tp, "lac_to_pppoe", down_pppoe))
         elif role == "lns_up":
             ups.append(entry("l2tp_session", l2tp, "lns_term", {"sess_idx": i + 1, "mss_clamp": 0}))
-            ups.append(entry("ipv4_antispoof", {"sess_idx": i + 1, "src_ipv4": client_ip(i)}, "permit", {}))
+            ups.append(entry("l2tp_up_v4", {**l2tp, "src_ipv4": client_ip(i)}, "lns_term",
+                             {"sess_idx": i + 1, "mss_clamp": 0}))
         elif role == "lns_down":
             ups.append(entry("ipv4_session", {"dst_ipv4": client_ip(i)}, "to_l2tp",
                              {"sess_idx": i + 1, "tunnel_idx": TUNNEL_IDX, "peer_session_id": i + 1,

@@ -226,13 +226,15 @@ class BngTest(BaseTest):
                     pppoe_session_id=session_id, mss_clamp=mss)
 
     def install_tunnel(self, tunnel_idx=3, peer_tunnel_id=0x1111, nexthop_id=2,
-                       port=CORE2, peer_port=1701) -> None:
+                       port=CORE2, peer_port=1701, local_action="set_local") -> None:
+        """local_action: set_local where LNS sessions may terminate at
+        BNG_IP, set_local_no_lns at a LAC-only endpoint."""
         self.insert("nexthop", {"nexthop_id": nexthop_id}, "set_l2", port=port,
                     smac=mac_int(BNG_MAC), dmac=mac_int(PEER_MAC), vid=0)
         self.insert("l2tp_tunnel", {"tunnel_idx": tunnel_idx}, "set_tunnel",
                     local_ip=ip_int(BNG_IP), peer_ip=ip_int(PEER_IP), peer_tunnel_id=peer_tunnel_id,
                     peer_port=peer_port, nexthop_id=nexthop_id)
-        self.insert("local_ipv4", {"addr": ip_int(BNG_IP)}, "set_local")
+        self.insert("local_ipv4", {"addr": ip_int(BNG_IP)}, local_action)
 
     # ---- packets ----
     @staticmethod

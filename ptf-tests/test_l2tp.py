@@ -22,8 +22,10 @@ def tunnel_frame(l2tp_payload: bytes, src=BNG_IP, dst=PEER_IP, smac=BNG_MAC, dma
 
 class LacTest(BngTest):
     def install_lac_session(self, line_id=5, s_vid=100, c_vid=200):
+        """BNG_IP as a LAC-only endpoint (set_local_no_lns), as the
+        controller installs it when the LNS role is off."""
         self.install_line(line_id=line_id, s_vid=s_vid, c_vid=c_vid)
-        self.install_tunnel(tunnel_idx=3, peer_tunnel_id=PEER_TUNNEL)
+        self.install_tunnel(tunnel_idx=3, peer_tunnel_id=PEER_TUNNEL, local_action="set_local_no_lns")
         self.insert("pppoe_session", {"line_id": line_id, "session_id": SESSION_ID,
                                       "src_mac": mac_int(CLIENT_MAC)},
                     "pppoe_lac", sess_idx=SESS_IDX, tunnel_idx=3, peer_session_id=PEER_SESSION)
@@ -53,17 +55,21 @@ class LacUpstream(LacTest):
 
 class LacDownstream(LacTest):
     """L2TP data from the LNS (with and without 0xff03, with Length and
-    Ns/Nr) becomes PPPoE on the subscriber's QinQ line."""
+    Ns/Nr) becomes PPPoE on the subscriber's QinQ line, at a LAC-only
+    endpoint and at one where LNS sessions terminate too (its IPv4 misses
+    l2tp_up_v4 first)."""
 
     def runTest(self):
         self.install_lac_session()
         ip = IP(src=INTERNET_IP, dst=CLIENT_IP) / UDP(sport=6, dport=5) / Raw(b"d" * 21)
         variants = (dict(), dict(ac=False), dict(flags=0x4802, length=0, ns_nr=(1, 2)))
-        for v in variants:
-            with self.subTest(**{k: str(x) for k, x in v.items()}):
-                payload = l2tp_data(LOCAL_TUNNEL, LOCAL_SESSION, **v) + b"\x00\x21" + bytes(ip)
-                self.send(CORE2, self.l2tp_over_ip(payload))
-                self.expect(access_frame(self.pppoe_ip(ip), 100, 200, src=BNG_MAC, dst=CLIENT_MAC), ACCESS1)
+        for local_action in ("set_local_no_lns", "set_local"):
+            self.client.modify(self.client.table_entry("local_ipv4", {"addr": ip_int(BNG_IP)}, local_action))
+            for v in variants:
+                with self.subTest(local_action=local_action, **{k: str(x) for k, x in v.items()}):
+                    payload = l2tp_data(LOCAL_TUNNEL, LOCAL_SESSION, **v) + b"\x00\x21" + bytes(ip)
+                    self.send(CORE2, self.l2tp_over_ip(payload))
+                    self.expect(access_frame(self.pppoe_ip(ip), 100, 200, src=BNG_MAC, dst=CLIENT_MAC), ACCESS1)
 
 
 class LacNegative(LacTest):
@@ -89,7 +95,10 @@ class LnsTest(BngTest):
         self.insert("l2tp_session", {"local_ip": ip_int(BNG_IP), "peer_ip": ip_int(PEER_IP),
                                      "tunnel_id": LOCAL_TUNNEL, "session_id": LOCAL_SESSION},
                     "lns_term", sess_idx=SESS_IDX, mss_clamp=mss)
-        self.insert("ipv4_antispoof", {"sess_idx": SESS_IDX, "src_ipv4": ip_int(CLIENT_IP)}, "permit")
+        self.insert("l2tp_up_v4", {"local_ip": ip_int(BNG_IP), "peer_ip": ip_int(PEER_IP),
+                                   "tunnel_id": LOCAL_TUNNEL, "session_id": LOCAL_SESSION,
+                                   "src_ipv4": ip_int(CLIENT_IP)},
+                    "lns_term", sess_idx=SESS_IDX, mss_clamp=mss)
         self.insert("ipv4_session", {"dst_ipv4": ip_int(CLIENT_IP)}, "to_l2tp",
                     sess_idx=SESS_IDX, tunnel_idx=4, peer_session_id=PEER_SESSION, mss_clamp=mss)
 
@@ -120,8 +129,9 @@ class LnsDownstream(LnsTest):
 
 
 class LnsNegative(LnsTest):
-    """A spoofed inner source is dropped; L2TP version 3 is malformed; L2TP
-    to an address that is not ours is only routed, never terminated."""
+    """A spoofed inner source is dropped; the session's address in another
+    session is no session; L2TP version 3 is malformed; L2TP to an address
+    that is not ours is only routed, never terminated."""
 
     def runTest(self):
         self.install_lns_session()
@@ -129,6 +139,8 @@ class LnsNegative(LnsTest):
         self.expect_drop(CORE2, self.l2tp_over_ip(l2tp_data(LOCAL_TUNNEL, LOCAL_SESSION) + b"\x00\x21" + bytes(bad)),
                          "SPOOFED")
         ip = IP(src=CLIENT_IP, dst=INTERNET_IP) / UDP()
+        self.expect_drop(CORE2, self.l2tp_over_ip(l2tp_data(LOCAL_TUNNEL, LOCAL_SESSION + 1) + b"\x00\x21"
+                                                  + bytes(ip)), "NO_SESSION")
         self.expect_drop(CORE2, self.l2tp_over_ip(l2tp_data(LOCAL_TUNNEL, LOCAL_SESSION, flags=0x0003)
                                                   + b"\x00\x21" + bytes(ip)))
         payload = l2tp_data(LOCAL_TUNNEL, LOCAL_SESSION) + b"\x00\x21" + bytes(ip)

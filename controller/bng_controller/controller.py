@@ -223,8 +223,9 @@ class BngController:
                        | set(self.l2tp.ports() if self.l2tp else ()))
         for p in ports:
             out += t.port(p, mac)
+        lns = self.l2tp.lns_addresses() if self.l2tp else set()
         for a in sorted(self.local_v4 | (self.l2tp.local_addresses() if self.l2tp else set())):
-            out += [t.local_ipv4(a), t.local_route_v4(a)]
+            out += [t.local_ipv4(a, lns=a in lns), t.local_route_v4(a)]
         if self.ipv6 is not None:
             out += [t.local_ipv6(a) for a in self.ipv6.local_addresses()]
         for pool in self.cfg.pools:

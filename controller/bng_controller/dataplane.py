@@ -18,9 +18,9 @@ from .aaa.base import SessionCounters
 from .p4info_names import P4InfoNames
 from .p4runtime_entries import EntryBuilder
 
-_TABLES = ("line_map", "pppoe_up_v4", "pppoe_session", "ipv4_antispoof", "ipv6_antispoof", "my_station",
-           "local_ipv4", "local_ipv6", "ipv4_session", "ipv6_session", "l2tp_session", "l2tp_tunnel",
-           "fib_v4", "fib_v6", "nexthop", "packet_out_port")
+_TABLES = ("line_map", "pppoe_up_v4", "pppoe_session", "ipv6_antispoof", "my_station",
+           "local_ipv4", "local_ipv6", "ipv4_session", "ipv6_session", "l2tp_up_v4", "l2tp_session",
+           "l2tp_tunnel", "fib_v4", "fib_v6", "nexthop", "packet_out_port")
 _COUNTERS = ("session_up", "session_down", "drops", "punts")
 _METERS = ("session_meter_up", "session_meter_down", "punt_meter")
 
@@ -58,7 +58,7 @@ class BngTables:
             names.meter(m)
         self.session_table_ids = {names.table(t).preamble.id for t in
                                   ("pppoe_up_v4", "pppoe_session", "ipv4_session", "ipv6_session",
-                                   "ipv6_antispoof", "ipv4_antispoof", "l2tp_session")}
+                                   "ipv6_antispoof", "l2tp_up_v4", "l2tp_session")}
 
     def table_id(self, name: str) -> int:
         return self.names.table(name).preamble.id
@@ -69,8 +69,12 @@ class BngTables:
         return [b.table_entry("packet_out_port", {"egress_port": port}, "send", {"port": port}),
                 b.table_entry("my_station", {"port": port, "dst_mac": bng_mac}, "set_my_station")]
 
-    def local_ipv4(self, addr: ipaddress.IPv4Address) -> p4r.TableEntry:
-        return self.b.table_entry("local_ipv4", {"addr": int(addr)}, "set_local")
+    def local_ipv4(self, addr: ipaddress.IPv4Address, lns: bool = False) -> p4r.TableEntry:
+        """lns: LNS sessions terminate at addr. Elsewhere L2TP data skips
+        the l2tp_up_v4 lookup (set_local_no_lns), which the LAC's downstream
+        would always miss."""
+        return self.b.table_entry("local_ipv4", {"addr": int(addr)},
+                                  "set_local" if lns else "set_local_no_lns")
 
     def local_route_v4(self, addr: ipaddress.IPv4Address) -> p4r.TableEntry:
         """The same address as a /32 in the FIB: the data plane finds
@@ -169,10 +173,16 @@ class BngTables:
                                                    "session_id": local_session_id},
                                   "lns_term", {"sess_idx": sess_idx, "mss_clamp": mss_clamp})
 
-    def lns_ipv4(self, addr: ipaddress.IPv4Address, sess_idx: int, tunnel_idx: int, peer_session_id: int,
-                 mss_clamp: int) -> list[p4r.TableEntry]:
+    def lns_ipv4(self, local_ip: ipaddress.IPv4Address, peer_ip: ipaddress.IPv4Address,
+                 local_tunnel_id: int, local_session_id: int, addr: ipaddress.IPv4Address, sess_idx: int,
+                 tunnel_idx: int, peer_session_id: int, mss_clamp: int) -> list[p4r.TableEntry]:
+        """Upstream fast path with the anti-spoof check (the session's key
+        and its address in one lookup), and the /32 down."""
         b = self.b
-        return [b.table_entry("ipv4_antispoof", {"sess_idx": sess_idx, "src_ipv4": int(addr)}, "permit"),
+        return [b.table_entry("l2tp_up_v4", {"local_ip": int(local_ip), "peer_ip": int(peer_ip),
+                                             "tunnel_id": local_tunnel_id, "session_id": local_session_id,
+                                             "src_ipv4": int(addr)},
+                              "lns_term", {"sess_idx": sess_idx, "mss_clamp": mss_clamp}),
                 b.table_entry("ipv4_session", {"dst_ipv4": int(addr)}, "to_l2tp",
                               {"sess_idx": sess_idx, "tunnel_idx": tunnel_idx,
                                "peer_session_id": peer_session_id, "mss_clamp": mss_clamp})]

@@ -32,7 +32,8 @@ const bit<8> JOB_LNS_DOWN_V6 = 8;
 const bit<8> JOB_ROUTE_V4 = 9;       /* core IPv4 transit */
 const bit<8> JOB_ROUTE_V6 = 10;
 
-/* Session kinds found by the PPPoE lookups. */
+/* Session kinds found by the PPPoE and the L2TP session lookups (KIND_LAC:
+ * a PPPoE session switched to L2TP, or an L2TP session switched back). */
 const bit<8> KIND_NONE = 0;
 const bit<8> KIND_TERM_V4 = 1;       /* terminated, IPv4 source checked */
 const bit<8> KIND_TERM = 2;          /* terminated, source not checked yet */
@@ -136,17 +137,6 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
 
     action permit() { }
 
-    /* A terminated session's IPv4 addresses (L2TP LNS sessions). */
-    table ipv4_antispoof {
-        key = {
-            meta.sess_idx : exact @name("sess_idx");
-            meta.src_ipv4 : exact @name("src_ipv4");
-        }
-        actions = { permit; @defaultonly NoAction; }
-        const default_action = NoAction();
-        size = BNG_MAX_SESSIONS;
-    }
-
     /* A terminated session's IPv6 /64 prefixes (PPPoE and LNS sessions). */
     table ipv6_antispoof {
         key = {
@@ -177,10 +167,20 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
 
     action set_local() {
         meta.is_local = 1;
+        meta.no_lns = 0;
+    }
+
+    /* One of the BNG's addresses where no LNS session terminates (a
+     * LAC-only L2TP endpoint, a gateway, a core interface): L2TP data to it
+     * skips l2tp_up_v4, whose miss would cost the LAC's downstream a lookup.
+     * set_local is the safe choice when unsure: it only costs that lookup. */
+    action set_local_no_lns() {
+        meta.is_local = 1;
+        meta.no_lns = 1;
     }
 
     action set_not_local() {
-        meta.is_local = 0;
+        meta.is_local = 0;                  /* no_lns is read only when local */
     }
 
     /* The BNG's IPv4 addresses: L2TP endpoints, subscriber gateways, core
@@ -191,7 +191,7 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
      * on Tofino). */
     table local_ipv4 {
         key = { meta.local_ip : exact @name("addr"); }
-        actions = { set_local; @defaultonly set_not_local; }
+        actions = { set_local; set_local_no_lns; @defaultonly set_not_local; }
         const default_action = set_not_local();
         size = 1024;
     }
@@ -269,6 +269,22 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
         meta.pppoe_session_id = pppoe_session_id;
     }
 
+    /* The LNS upstream fast path and the IPv4 anti-spoof check in one
+     * lookup, as pppoe_up_v4 is for PPPoE: (local IP, peer IP, local tunnel
+     * id, local session id, client IPv4) of a terminated session. */
+    table l2tp_up_v4 {
+        key = {
+            meta.local_ip   : exact @name("local_ip");
+            meta.peer_ip    : exact @name("peer_ip");
+            meta.tunnel_id  : exact @name("tunnel_id");
+            meta.l2tp_session_id : exact @name("session_id");
+            meta.src_ipv4   : exact @name("src_ipv4");
+        }
+        actions = { lns_term; @defaultonly NoAction; }
+        const default_action = NoAction();
+        size = BNG_MAX_SESSIONS;
+    }
+
     /* (local IP, peer IP, local tunnel id, local session id) -> session:
      * terminated here (LNS) or switched back to PPPoE (LAC). */
     table l2tp_session {
@@ -276,7 +292,7 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
             meta.local_ip   : exact @name("local_ip");
             meta.peer_ip    : exact @name("peer_ip");
             meta.tunnel_id  : exact @name("tunnel_id");
-            meta.session_id : exact @name("session_id");
+            meta.l2tp_session_id : exact @name("session_id");
         }
         actions = { lns_term; lac_to_pppoe; @defaultonly NoAction; }
         const default_action = NoAction();
@@ -457,6 +473,24 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
                 drop_for(DropReason_t.BAD_CHECKSUM);
             } else {
                 if (meta.is_local == 1 && hdr.l2tp.isValid()) {
+                    /* The session lookups come before the length checks,
+                     * which need none of their results: on Tofino they then
+                     * sit beside the length arithmetic, not after it, in the
+                     * longest chain of stages (LNS upstream). A malformed
+                     * packet's lookup results are not used. */
+                    if (meta.l2tp_class == L2TP_DATA) {
+                        if (hdr.inner_ipv4.isValid() && meta.no_lns == 0) {
+                            if (l2tp_up_v4.apply().hit) {
+                                kind = KIND_TERM_V4;
+                            }
+                        }
+                        if (kind == KIND_NONE) {
+                            switch (l2tp_session.apply().action_run) {
+                                lns_term: { kind = KIND_TERM; }
+                                lac_to_pppoe: { kind = KIND_LAC; }
+                            }
+                        }
+                    }
                     /* PPP carried = UDP length - UDP, L2TP and 0xff03 */
                     meta.ppp_len = meta.ppp_len + 20;
                     if (meta.l2tp_class == L2TP_CONTROL) {
@@ -479,44 +513,41 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
                         } else {
                             meta.sess_bytes = (bit<32>) meta.ppp_len;
                             meta.sess_bytes = meta.sess_bytes - 2;
-                            switch (l2tp_session.apply().action_run) {
-                                lns_term: {
-                                    meta.direction = Direction_t.UPSTREAM;
-                                    if (hdr.inner_ipv4.isValid()) {
-                                        meta.inner_len = meta.inner_len + 2;
-                                        if (hdr.inner_ipv4.version_ihl != 0x45
-                                            || meta.inner_len != meta.ppp_len) {
-                                            drop_for(DropReason_t.MALFORMED);
-                                        } else if (ipv4_antispoof.apply().hit) {
-                                            meta.job = JOB_ROUTE_UP_V4;
-                                        } else {
-                                            drop_for(DropReason_t.SPOOFED);
-                                        }
-                                    } else if (hdr.inner_ipv6.isValid()) {
-                                        meta.inner_len = meta.inner_len + 42;
-                                        if (meta.ipv6_class == IPV6_BAD_VERSION
-                                            || meta.inner_len != meta.ppp_len) {
-                                            drop_for(DropReason_t.MALFORMED);
-                                        } else {
-                                            meta.job = JOB_ROUTE_UP_V6;
-                                        }
-                                    } else if (hdr.ppp.protocol == PPP_IPV4
-                                               || hdr.ppp.protocol == PPP_IPV6) {
+                            if (kind == KIND_LAC) {
+                                meta.direction = Direction_t.DOWNSTREAM;
+                                meta.job = JOB_LAC_DOWN;
+                            } else if (kind == KIND_NONE) {
+                                if (hdr.ppp.protocol == PPP_IPV4 || hdr.ppp.protocol == PPP_IPV6) {
+                                    drop_for(DropReason_t.NO_SESSION);
+                                } else {
+                                    punt_for(PuntReason_t.L2TP_PPP_CONTROL);
+                                }
+                            } else {
+                                meta.direction = Direction_t.UPSTREAM;
+                                if (hdr.inner_ipv4.isValid()) {
+                                    meta.inner_len = meta.inner_len + 2;
+                                    if (hdr.inner_ipv4.version_ihl != 0x45
+                                        || meta.inner_len != meta.ppp_len) {
+                                        drop_for(DropReason_t.MALFORMED);
+                                    } else if (kind == KIND_TERM_V4) {
+                                        meta.job = JOB_ROUTE_UP_V4;
+                                    } else {
+                                        /* the session, not from its address */
+                                        drop_for(DropReason_t.SPOOFED);
+                                    }
+                                } else if (hdr.inner_ipv6.isValid()) {
+                                    meta.inner_len = meta.inner_len + 42;
+                                    if (meta.ipv6_class == IPV6_BAD_VERSION
+                                        || meta.inner_len != meta.ppp_len) {
                                         drop_for(DropReason_t.MALFORMED);
                                     } else {
-                                        punt_for(PuntReason_t.L2TP_PPP_CONTROL);
+                                        meta.job = JOB_ROUTE_UP_V6;
                                     }
-                                }
-                                lac_to_pppoe: {
-                                    meta.direction = Direction_t.DOWNSTREAM;
-                                    meta.job = JOB_LAC_DOWN;
-                                }
-                                default: {
-                                    if (hdr.ppp.protocol == PPP_IPV4 || hdr.ppp.protocol == PPP_IPV6) {
-                                        drop_for(DropReason_t.NO_SESSION);
-                                    } else {
-                                        punt_for(PuntReason_t.L2TP_PPP_CONTROL);
-                                    }
+                                } else if (hdr.ppp.protocol == PPP_IPV4
+                                           || hdr.ppp.protocol == PPP_IPV6) {
+                                    drop_for(DropReason_t.MALFORMED);
+                                } else {
+                                    punt_for(PuntReason_t.L2TP_PPP_CONTROL);
                                 }
                             }
                         }

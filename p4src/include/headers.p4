@@ -232,16 +232,19 @@ struct bng_meta_t {
     port_t in_port;           /* set by the top */
     bit<16> s_vid;            /* received outer VLAN id; downstream: to push */
     bit<16> c_vid;
-    /* l2tp_session (local_ip, peer_ip, tunnel_id, session_id),
-     * pppoe_session (session_id, src_mac, line_id), pppoe_up_v4 (+ src_ipv4),
-     * ipv4_antispoof (src_ipv4, sess_idx), ipv6_antispoof (sess_idx, src_v6_hi) */
+    /* l2tp_session (local_ip, peer_ip, tunnel_id, l2tp_session_id),
+     * l2tp_up_v4 (+ src_ipv4), pppoe_up_v4 (src_ipv4, line_id, src_mac,
+     * session_id), pppoe_session (line_id, src_mac, session_id): src_ipv4
+     * sits between the L2TP and the PPPoE keys, so the L2TP session id has
+     * a field of its own. ipv6_antispoof (sess_idx, src_v6_hi) */
     bit<32> local_ip;         /* outer IPv4 destination, or ARP target (local_ipv4) */
     bit<32> peer_ip;          /* outer IPv4 source */
     bit<16> tunnel_id;        /* L2TP tunnel id */
-    bit<16> session_id;       /* PPPoE session id or L2TP session id */
-    bit<48> src_mac;
-    line_id_t line_id;
+    bit<16> l2tp_session_id;  /* L2TP session id */
     bit<32> src_ipv4;         /* subscriber IPv4 source (IP in PPP) */
+    line_id_t line_id;
+    bit<48> src_mac;
+    bit<16> session_id;       /* PPPoE session id or L2TP session id (packet_in) */
     sess_idx_t sess_idx;      /* 0: no session counters/meters */
     bit<64> src_v6_hi;        /* subscriber IPv6 source /64 (IP in PPP) */
 
@@ -250,6 +253,7 @@ struct bng_meta_t {
     bit<64> lookup_v6_hi;     /* /64 looked up in fib_v6 */
     bit<16> mss_clamp;        /* 0: no clamping */
     bit<8> is_local;
+    bit<8> no_lns;            /* local_ipv4: no LNS session terminates there */
     bit<8> my_station;
     bit<8> job;               /* what the classification decided to do (see core) */
     nexthop_id_t nexthop_id;

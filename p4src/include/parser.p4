@@ -202,6 +202,7 @@ parser BngParser(packet_in pkt, inout headers_t hdr, inout bng_meta_t meta) {
         BNG_PARSER_ADD(meta.l2tp_len, 4)
         meta.tunnel_id = hdr.l2tp_ids.tunnel_id;
         meta.session_id = hdr.l2tp_ids.session_id;
+        meta.l2tp_session_id = hdr.l2tp_ids.session_id;   /* the lookups' copy */
         transition select(hdr.l2tp.flags) {
             L2TP_FLAG_S &&& L2TP_FLAG_S: parse_l2tp_seq;
             default: parse_l2tp_offset;

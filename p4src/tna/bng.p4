@@ -13,10 +13,9 @@
  *
  * Tofino 2 places it in its 20 MAU stages with 32k sessions per pipe (see
  * p4src/build/bng_tofino2/resources.txt). Tofino 1 has 12: the longest
- * chain of dependent tables and conditions (LNS upstream: local address,
- * L2TP length checks, session, anti-spoof, FIB, next hop, MSS, meter,
- * verdict) needs 17, so it does not fit; moving the meters and counters to
- * egress does not shorten it (see README.md, "Limits of the Tofino build").
+ * chain of dependent tables and conditions needs 16, so it does not fit;
+ * moving the meters and counters to egress does not shorten it (see
+ * README.md, "Limits of the Tofino build").
  */
 #include <core.p4>
 #if __TARGET_TOFINO__ == 2

@@ -103,7 +103,7 @@ def test_subscribers_through_lac_and_lns(lab):
             and time.time() < deadline:
         time.sleep(0.2)
     assert not lab.controller.api("sessions")["sessions"] and not lab.lac.api("sessions")["sessions"]
-    per_session = ("l2tp_session", "pppoe_session", "ipv4_session", "ipv4_antispoof")
+    per_session = ("l2tp_session", "pppoe_session", "ipv4_session", "l2tp_up_v4")
     assert all(v == 0 for v in table_sizes(lab.switch.address, per_session).values())
     assert all(v == 0 for v in table_sizes(lab.lac_switch.address, per_session).values())
     # the tunnel stays for the next subscribers (no session: one entry)

@@ -36,7 +36,7 @@ from tests.support import program_files
 
 pytestmark = pytest.mark.root
 
-PER_SESSION_TABLES = ("l2tp_session", "pppoe_session", "ipv4_session", "ipv4_antispoof")
+PER_SESSION_TABLES = ("l2tp_session", "pppoe_session", "ipv4_session", "l2tp_up_v4")
 
 
 def table_sizes(address: str, tables: tuple[str, ...]) -> dict[str, int]:

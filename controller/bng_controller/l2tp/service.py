@@ -168,6 +168,11 @@ class L2tpService:
     def local_addresses(self) -> set[IPv4]:
         return {self.cfg.local_address}
 
+    def lns_addresses(self) -> set[IPv4]:
+        """The local addresses where LNS sessions terminate: the data plane
+        looks their IPv4 upstream up in l2tp_up_v4 (see dataplane.local_ipv4)."""
+        return {self.cfg.local_address} if self.cfg.lns else set()
+
     def counters(self) -> dict:
         """Gauges first (tunnels, sessions), then event counts."""
         tunnels = list(self.endpoint.tunnels.values())

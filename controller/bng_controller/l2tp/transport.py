@@ -2,7 +2,8 @@
 
 Frames go out through the endpoint (an L2TP data message to the LAC);
 the data plane forwards the session's IP both ways once its entries are
-in: `l2tp_session` (decapsulate upstream) and `ipv4_session`/`ipv6_session`
+in: `l2tp_session` (decapsulate upstream; `l2tp_up_v4` for the session's
+IPv4 address, with the anti-spoof check) and `ipv4_session`/`ipv6_session`
 with `to_l2tp` (encapsulate downstream toward the LAC).
 """
 from __future__ import annotations
@@ -48,7 +49,9 @@ class L2tpTransport:
 
     def ipv4_entries(self, tables: BngTables, sess_idx: int, addr: ipaddress.IPv4Address,
                      mss: int) -> list[p4r.TableEntry]:
-        return tables.lns_ipv4(addr, sess_idx, self.tunnel_idx, self.session.peer_id, mss)
+        t = self.session.tunnel
+        return tables.lns_ipv4(self.local_ip, self.peer_ip, t.local_id, self.session.local_id, addr, sess_idx,
+                               self.tunnel_idx, self.session.peer_id, mss)
 
     def ipv6_entries(self, tables: BngTables, sess_idx: int, prefix: ipaddress.IPv6Network,
                      mss: int) -> list[p4r.TableEntry]:
