@@ -79,6 +79,15 @@ def test_cpus_place_the_lcores_and_must_be_usable(monkeypatch):
         switch_config.from_dict({"name": "sw", "cpus": [0], "eal_args": ["-l", "0-1"], "ports": []})
 
 
+def test_eal_memory_holds_two_ipv4_fibs_per_worker(monkeypatch):
+    """Without hugepages the EAL gets the mbufs' memory plus, per worker,
+    room for the DIR-24-8 FIB and the one a FIB change builds beside it."""
+    monkeypatch.setattr(switch_config.os, "sched_getaffinity", lambda pid: {0, 1})
+    for workers in (1, 4):
+        argv = switch_config.from_dict({"name": "sw", "workers": workers, "ports": []}).eal_argv()
+        assert int(argv[argv.index("-m") + 1]) == 512 + 2 * switch_config.LPM32_TABLE_MB * workers
+
+
 def test_undistributed_libpcap_with_workers_and_distributed_pcap_are_refused():
     with pytest.raises(switch_config.ConfigError, match="distribute: true"):
         switch_config.from_dict({"name": "sw", "workers": 2,

@@ -13,6 +13,9 @@ from pathlib import Path
 import yaml
 
 PORT_TYPES = ("af_packet", "libpcap", "tap", "pci", "pcap")
+# One rte_lpm object (src/bsw_table_lpm.c): its 2^24-entry first level
+# (64 MB), 256 second-level groups and the rules, rounded up.
+LPM32_TABLE_MB = 66
 
 
 class ConfigError(ValueError):
@@ -107,8 +110,15 @@ class SwitchConfig:
         if self.hugepages:
             argv.append("--in-memory")
         else:
-            argv += ["--no-huge", "--no-shconf", "-m", str(max(512, self.mempool_mbufs * 3 // 1024 + 256))]
+            argv += ["--no-huge", "--no-shconf", "-m", str(self.eal_memory_mb())]
         return argv
+
+    def eal_memory_mb(self) -> int:
+        """EAL memory without hugepages: the mbufs with room to spare, plus
+        the IPv4 FIB. An LPM table on one 32-bit field (the BNG's fib_v4) is
+        DIR-24-8 (src/bsw_table_lpm.c): 64 MB of first-level table per
+        worker, and a FIB change builds the new one before the old is freed."""
+        return max(512, self.mempool_mbufs * 3 // 1024 + 256) + 2 * LPM32_TABLE_MB * self.workers
 
     def iospec(self, instance: int) -> str:
         """The SWX I/O spec of one pipeline instance.

@@ -40,6 +40,10 @@ struct bsw_table {
 	uint32_t action_data_size;
 	uint32_t n_match_fields;
 	uint32_t first_offset;	/* bit offset of the first key field */
+	/* An LPM table on one 32-bit metadata field: ops are bsw_table_lpm.c's,
+	 * pipeline_ops the type the pipeline built its first object with. */
+	int is_lpm32;
+	struct rte_swx_table_ops pipeline_ops;
 };
 
 struct bsw_instance {
@@ -101,5 +105,15 @@ int bsw_exact_access_fence(const char *header, FILE *in, FILE *out, uint32_t *n_
  * BSW_CHAIN(p) call at each hand-over to the next instruction group; sets
  * *n_chained to their number. */
 int bsw_group_chain(FILE *in, FILE *out, uint32_t *n_chained);
+
+/* bsw_table_lpm.c: 32-bit LPM tables as rte_lpm (DIR-24-8) in place of
+ * DPDK's ACL-based wildcard type. eligible: one 32-bit LPM field in
+ * metadata. install: the instance's objects and lookup pointers, before
+ * its standby array is made and before any packet; uninstall: before the
+ * pipeline frees its tables. */
+int bsw_lpm32_eligible(struct rte_swx_pipeline *p, uint32_t table_id, uint32_t n_match_fields);
+const struct rte_swx_table_ops *bsw_lpm32_ops(void);
+int bsw_lpm32_install(struct bsw_pipeline *bp, struct bsw_instance *in);
+void bsw_lpm32_uninstall(struct bsw_pipeline *bp, struct bsw_instance *in);
 
 #endif

@@ -86,6 +86,11 @@ table_params_init(struct rte_swx_pipeline *p, uint32_t table_id, struct bsw_tabl
 
 	t->first_offset = first;
 	t->is_exact = ti.n_match_fields && n_exact == ti.n_match_fields;
+	if (!t->is_stub && !t->is_exact && bsw_lpm32_eligible(p, table_id, ti.n_match_fields)) {
+		t->is_lpm32 = 1;
+		t->pipeline_ops = t->ops;
+		t->ops = *bsw_lpm32_ops();
+	}
 	t->action_data_size = max_data;
 	t->params.match_type = t->is_exact ? RTE_SWX_TABLE_MATCH_EXACT :
 					     RTE_SWX_TABLE_MATCH_WILDCARD;
@@ -196,6 +201,9 @@ bsw_tables_init(struct bsw_pipeline *bp)
 		status = rte_swx_pipeline_table_state_get(in->p, &in->active);
 		if (status)
 			return status;
+		status = bsw_lpm32_install(bp, in);
+		if (status)
+			return status;
 		status = standby_create(bp, in);
 		if (status)
 			return status;
@@ -220,8 +228,10 @@ bsw_tables_free(struct bsw_pipeline *bp)
 
 	if (!bp->tables)
 		return;
-	for (i = 0; i < bp->n_instances; i++)
+	for (i = 0; i < bp->n_instances; i++) {
 		standby_free(bp, &bp->inst[i]);
+		bsw_lpm32_uninstall(bp, &bp->inst[i]);
+	}
 	for (i = 0; i < bp->n_tables; i++)
 		free(bp->tables[i].params.key_mask0);
 	free(bp->tables);
