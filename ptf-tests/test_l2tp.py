@@ -11,6 +11,9 @@ from bng_base import (ACCESS1, BNG_IP, BNG_MAC, CLIENT_IP, CLIENT_MAC, CORE1, CO
 
 PEER_TUNNEL, PEER_SESSION = 0x1111, 0x2222     # ids the peer chose
 LOCAL_TUNNEL, LOCAL_SESSION = 0x0aaa, 0x0bbb   # ids we chose
+# the session as l2tp_session and l2tp_up_v4 key it
+L2TP_KEY = {"local_ip": ip_int(BNG_IP), "peer_ip": ip_int(PEER_IP), "tunnel_id": LOCAL_TUNNEL,
+            "session_id": LOCAL_SESSION}
 
 
 def tunnel_frame(l2tp_payload: bytes, src=BNG_IP, dst=PEER_IP, smac=BNG_MAC, dmac=PEER_MAC):
@@ -29,11 +32,9 @@ class LacTest(BngTest):
         self.insert("pppoe_session", {"line_id": line_id, "session_id": SESSION_ID,
                                       "src_mac": mac_int(CLIENT_MAC)},
                     "pppoe_lac", sess_idx=SESS_IDX, tunnel_idx=3, peer_session_id=PEER_SESSION)
-        self.insert("l2tp_session", {"local_ip": ip_int(BNG_IP), "peer_ip": ip_int(PEER_IP),
-                                     "tunnel_id": LOCAL_TUNNEL, "session_id": LOCAL_SESSION},
-                    "lac_to_pppoe", sess_idx=SESS_IDX, port=ACCESS1, client_mac=mac_int(CLIENT_MAC),
-                    bng_mac=mac_int(BNG_MAC), s_tpid=0x88a8, s_vid=s_vid, c_vid=c_vid,
-                    pppoe_session_id=SESSION_ID)
+        self.insert("l2tp_session", L2TP_KEY, "lac_to_pppoe", sess_idx=SESS_IDX, port=ACCESS1,
+                    client_mac=mac_int(CLIENT_MAC), bng_mac=mac_int(BNG_MAC), s_tpid=0x88a8, s_vid=s_vid,
+                    c_vid=c_vid, pppoe_session_id=SESSION_ID)
 
 
 class LacUpstream(LacTest):
@@ -92,13 +93,9 @@ class LnsTest(BngTest):
     def install_lns_session(self, mss=0):
         self.install_core_route()
         self.install_tunnel(tunnel_idx=4, peer_tunnel_id=PEER_TUNNEL)
-        self.insert("l2tp_session", {"local_ip": ip_int(BNG_IP), "peer_ip": ip_int(PEER_IP),
-                                     "tunnel_id": LOCAL_TUNNEL, "session_id": LOCAL_SESSION},
-                    "lns_term", sess_idx=SESS_IDX, mss_clamp=mss)
-        self.insert("l2tp_up_v4", {"local_ip": ip_int(BNG_IP), "peer_ip": ip_int(PEER_IP),
-                                   "tunnel_id": LOCAL_TUNNEL, "session_id": LOCAL_SESSION,
-                                   "src_ipv4": ip_int(CLIENT_IP)},
-                    "lns_term", sess_idx=SESS_IDX, mss_clamp=mss)
+        self.insert("l2tp_session", L2TP_KEY, "lns_term", sess_idx=SESS_IDX, mss_clamp=mss)
+        self.insert("l2tp_up_v4", {**L2TP_KEY, "src_ipv4": ip_int(CLIENT_IP)}, "lns_term", sess_idx=SESS_IDX,
+                    mss_clamp=mss)
         self.insert("ipv4_session", {"dst_ipv4": ip_int(CLIENT_IP)}, "to_l2tp",
                     sess_idx=SESS_IDX, tunnel_idx=4, peer_session_id=PEER_SESSION, mss_clamp=mss)
 

@@ -69,7 +69,7 @@ class BngTables:
         return [b.table_entry("packet_out_port", {"egress_port": port}, "send", {"port": port}),
                 b.table_entry("my_station", {"port": port, "dst_mac": bng_mac}, "set_my_station")]
 
-    def local_ipv4(self, addr: ipaddress.IPv4Address, lns: bool = False) -> p4r.TableEntry:
+    def local_ipv4(self, addr: ipaddress.IPv4Address, *, lns: bool) -> p4r.TableEntry:
         """lns: LNS sessions terminate at addr. Elsewhere L2TP data skips
         the l2tp_up_v4 lookup (set_local_no_lns), which the LAC's downstream
         would always miss."""
@@ -142,6 +142,13 @@ class BngTables:
                 "mss_clamp": mss_clamp}
 
     # ---- L2TP (LAC and LNS) ----
+    @staticmethod
+    def _l2tp_key(local_ip: ipaddress.IPv4Address, peer_ip: ipaddress.IPv4Address, local_tunnel_id: int,
+                  local_session_id: int) -> dict[str, int]:
+        """An L2TP session as l2tp_session and l2tp_up_v4 key it."""
+        return {"local_ip": int(local_ip), "peer_ip": int(peer_ip), "tunnel_id": local_tunnel_id,
+                "session_id": local_session_id}
+
     def l2tp_tunnel(self, tunnel_idx: int, local_ip: ipaddress.IPv4Address, peer_ip: ipaddress.IPv4Address,
                     peer_tunnel_id: int, peer_port: int, nexthop_id: int) -> p4r.TableEntry:
         return self.b.table_entry("l2tp_tunnel", {"tunnel_idx": tunnel_idx}, "set_tunnel",
@@ -160,18 +167,16 @@ class BngTables:
                               {"line_id": line_id, "session_id": session_id, "src_mac": client_mac},
                               "pppoe_lac", {"sess_idx": sess_idx, "tunnel_idx": tunnel_idx,
                                             "peer_session_id": peer_session_id}),
-                b.table_entry("l2tp_session", {"local_ip": int(local_ip), "peer_ip": int(peer_ip),
-                                               "tunnel_id": local_tunnel_id, "session_id": local_session_id},
+                b.table_entry("l2tp_session", self._l2tp_key(local_ip, peer_ip, local_tunnel_id,
+                                                              local_session_id),
                               "lac_to_pppoe", {k: v for k, v in self._to_pppoe(sess_idx, down, 0).items()
                                                if k != "mss_clamp"})]
 
     def lns_session(self, local_ip: ipaddress.IPv4Address, peer_ip: ipaddress.IPv4Address,
                     local_tunnel_id: int, local_session_id: int, sess_idx: int,
                     mss_clamp: int) -> p4r.TableEntry:
-        return self.b.table_entry("l2tp_session", {"local_ip": int(local_ip), "peer_ip": int(peer_ip),
-                                                   "tunnel_id": local_tunnel_id,
-                                                   "session_id": local_session_id},
-                                  "lns_term", {"sess_idx": sess_idx, "mss_clamp": mss_clamp})
+        key = self._l2tp_key(local_ip, peer_ip, local_tunnel_id, local_session_id)
+        return self.b.table_entry("l2tp_session", key, "lns_term", {"sess_idx": sess_idx, "mss_clamp": mss_clamp})
 
     def lns_ipv4(self, local_ip: ipaddress.IPv4Address, peer_ip: ipaddress.IPv4Address,
                  local_tunnel_id: int, local_session_id: int, addr: ipaddress.IPv4Address, sess_idx: int,
@@ -179,10 +184,9 @@ class BngTables:
         """Upstream fast path with the anti-spoof check (the session's key
         and its address in one lookup), and the /32 down."""
         b = self.b
-        return [b.table_entry("l2tp_up_v4", {"local_ip": int(local_ip), "peer_ip": int(peer_ip),
-                                             "tunnel_id": local_tunnel_id, "session_id": local_session_id,
-                                             "src_ipv4": int(addr)},
-                              "lns_term", {"sess_idx": sess_idx, "mss_clamp": mss_clamp}),
+        key = self._l2tp_key(local_ip, peer_ip, local_tunnel_id, local_session_id)
+        return [b.table_entry("l2tp_up_v4", {**key, "src_ipv4": int(addr)}, "lns_term",
+                              {"sess_idx": sess_idx, "mss_clamp": mss_clamp}),
                 b.table_entry("ipv4_session", {"dst_ipv4": int(addr)}, "to_l2tp",
                               {"sess_idx": sess_idx, "tunnel_idx": tunnel_idx,
                                "peer_session_id": peer_session_id, "mss_clamp": mss_clamp})]
