@@ -151,8 +151,8 @@ def _avg(sizes: list[int]) -> float:
 def measure_p4_l2fwd(lib, args, work: Path, iospecs: list[str], dpdk_include: str, mode: str,
                      one_step: bool) -> list[float]:
     """The p4_l2fwd baseline over the frames the pcap port holds (dst MACs
-    02:00:00:x:y:z, as bench_dataplane.make_pcap writes them), with
-    args.sessions entries. Refused unless every frame received was sent out
+    02:00:00:x:y:z, as bench_dataplane.make_pcap writes them, one per flow:
+    at most args.sessions), with args.sessions entries. Refused unless every frame received was sent out
     of the port: SWX sends what the pipeline drops to a port of its own."""
     from bench.bench_dataplane import insert_update, measure_mpps, pipeline_with_entries
     from bng_lab.in_process import load_program
@@ -229,9 +229,9 @@ def run_child(args) -> dict:
     out: dict = {}
     for size in args.frame_sizes.split(","):
         res = out[size] = {}
-        make_pcap(pcap, size, 1024)
+        make_pcap(pcap, size, len(flows))          # as many flows as the roles, each with its entry
         base = lib.pipeline_build(L2FWD_SPEC, str(work), cfg.dpdk_include, iospecs, mode)
-        res["baseline"] = {"frame_size": size, "avg_frame_b": _avg(frame_sizes(size, 1024)),
+        res["baseline"] = {"frame_size": size, "avg_frame_b": _avg(frame_sizes(size, len(flows))),
                            "runs": [measure_mpps(base, PORT, args.seconds, args.workers) for _ in range(args.runs)]}
         base.free()
         res["p4_l2fwd"] = {**res["baseline"],      # the same frames

@@ -122,7 +122,7 @@ def main() -> int:
                  "cpus": ({"controllers": [list(c) for c in lab.cpus.controllers], "switches": list(lab.cpus.switch),
                            "emulator": list(lab.cpus.emulator)} if lab.cpus else "not pinned")}
     try:
-        print(f"baseline: P4Runtime packet-out ceiling of this switch ...", flush=True)
+        print("baseline: P4Runtime packet-out ceiling of this switch ...", flush=True)
         first_sw = next(iter(switches.values()))
         first_ctl = next(iter(controllers.values()))
         out["packet_out_ceiling_per_s"] = round(packet_out_ceiling(first_sw.address, p4info, 1))
