@@ -1,8 +1,10 @@
 """The IPv4 FIB (fib_v4): longest prefix first, a default route, host
-routes, blackholes and removals, seen from core transit traffic. The
-switch holds LPM tables on one 32-bit field as DIR-24-8 (rte_lpm) in place
-of DPDK's ACL-based wildcard tables; this checks what routing must do,
-whichever structure answers."""
+routes, blackholes and removals, seen from core transit traffic; and the
+next hops it points to, whatever their ids. The switch holds LPM tables on
+one 32-bit field as DIR-24-8 (rte_lpm) in place of DPDK's ACL-based
+wildcard tables, and exact tables on one small id (nexthop) as arrays with
+DPDK's exact type beside them for ids beyond the table's size; this checks
+what routing must do, whichever structure answers."""
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
@@ -39,3 +41,35 @@ class FibLongestPrefix(BngTest):
         self.check("203.0.113.5", CORE2, PEER_MAC)
         self.client.delete(wide)                            # the default again
         self.check("203.9.9.9", CORE1, CORE_ROUTER_MAC)
+
+
+class NexthopIds(BngTest):
+    """Next hops whose ids are array slots (1, the last one below the
+    table's size) and one far beyond it: each forwards with its own MACs and
+    port, a modify changes what it forwards with, a delete makes its routes
+    NO_ROUTE, and the others stay."""
+    def runTest(self):
+        size = self.client.names.table("nexthop").size
+        last, beyond = size - 1, size + 1_000_000
+        self.install_core_route()                          # 0/0 -> nexthop 1 (CORE1)
+        hops = {}
+        for nh, port, dmac in ((last, CORE2, PEER_MAC), (beyond, CORE2, "02:ee:00:00:00:99")):
+            hops[nh] = self.insert("nexthop", {"nexthop_id": nh}, "set_l2", port=port, smac=mac_int(BNG_MAC),
+                                   dmac=mac_int(dmac), vid=0)
+        self.insert("fib_v4", {"dst_ipv4": (ip_int("203.0.113.0"), 24)}, "set_nexthop", nexthop_id=last)
+        self.insert("fib_v4", {"dst_ipv4": (ip_int("198.18.0.0"), 15)}, "set_nexthop", nexthop_id=beyond)
+        check = FibLongestPrefix.check
+        check(self, "192.0.2.200", CORE1, CORE_ROUTER_MAC)
+        check(self, "203.0.113.5", CORE2, PEER_MAC)
+        check(self, "198.19.1.1", CORE2, "02:ee:00:00:00:99")
+        self.client.modify(self.client.table_entry("nexthop", {"nexthop_id": beyond}, "set_l2",
+                                                   {"port": CORE1, "smac": mac_int(BNG_MAC),
+                                                    "dmac": mac_int("02:ee:00:00:00:98"), "vid": 0}))
+        check(self, "198.19.1.1", CORE1, "02:ee:00:00:00:98")
+        self.client.delete(hops[beyond])
+        ip = IP(src="192.0.2.9", dst="198.19.1.1") / UDP()
+        self.expect_drop(CORE1, Ether(src=CORE_ROUTER_MAC, dst=BNG_MAC) / ip, "NO_ROUTE")
+        self.client.delete(hops[last])
+        ip = IP(src="192.0.2.9", dst="203.0.113.5") / UDP()
+        self.expect_drop(CORE1, Ether(src=CORE_ROUTER_MAC, dst=BNG_MAC) / ip, "NO_ROUTE")
+        check(self, "192.0.2.200", CORE1, CORE_ROUTER_MAC)

@@ -44,16 +44,7 @@ frame_length_rx(void *obj, struct rte_swx_pkt *pkt)
 int
 bsw_spec_wants_frame_length(const char *spec_path)
 {
-	char line[512];
-	FILE *f = fopen(spec_path, "r");
-	int found = 0;
-
-	if (!f)
-		return 0;
-	while (!found && fgets(line, sizeof(line), f))
-		found = !strncmp(line, FRAME_PRELUDE_TYPE " ", strlen(FRAME_PRELUDE_TYPE " "));
-	fclose(f);
-	return found;
+	return bsw_spec_has_line(spec_path, FRAME_PRELUDE_TYPE " ") == 1;
 }
 
 int

@@ -40,9 +40,10 @@ struct bsw_table {
 	uint32_t action_data_size;
 	uint32_t n_match_fields;
 	uint32_t first_offset;	/* bit offset of the first key field */
-	/* An LPM table on one 32-bit metadata field: ops are bsw_table_lpm.c's,
-	 * pipeline_ops the type the pipeline built its first object with. */
-	int is_lpm32;
+	/* A table the switch implements itself (bsw_table_lpm.c,
+	 * bsw_table_index.c): ops are ours, pipeline_ops the type the pipeline
+	 * built its first object with. */
+	int is_own;
 	struct rte_swx_table_ops pipeline_ops;
 };
 
@@ -72,6 +73,7 @@ struct bsw_pipeline {
 	struct bsw_packet_channel *channel;	/* bsw_packet_channel.c, or NULL */
 	int workers_started;
 	int released;		/* tables handed to rte_swx_ctl (benchmark) */
+	int no_index_tables;	/* DPDK's exact type only (bsw_pipeline.c: index_tables_wanted) */
 };
 
 int bsw_tables_init(struct bsw_pipeline *bp);
@@ -92,6 +94,10 @@ void bsw_rx_backoff_reset(struct bsw_rx_backoff *b);
 /* The next packet-in from any instance's CPU ring (round robin), or NULL. */
 struct rte_mbuf *bsw_cpu_in_dequeue(struct bsw_pipeline *bp);
 
+/* bsw_pipeline.c: 1 when a line of the spec starts with prefix (after
+ * blanks, or after an instruction's label), 0 when none does, -1 when the
+ * spec cannot be read. */
+int bsw_spec_has_line(const char *spec_path, const char *prefix);
 /* Frame length prelude (bsw_frame_length.c): 1 when the spec declares it. */
 int bsw_spec_wants_frame_length(const char *spec_path);
 /* Wrap the instance's input ports so each frame gets the prelude. */
@@ -106,14 +112,22 @@ int bsw_exact_access_fence(const char *header, FILE *in, FILE *out, uint32_t *n_
  * *n_chained to their number. */
 int bsw_group_chain(FILE *in, FILE *out, uint32_t *n_chained);
 
-/* bsw_table_lpm.c: 32-bit LPM tables as rte_lpm (DIR-24-8) in place of
- * DPDK's ACL-based wildcard type. eligible: one 32-bit LPM field in
- * metadata. install: the instance's objects and lookup pointers, before
- * its standby array is made and before any packet; uninstall: before the
- * pipeline frees its tables. */
+/* Table types of the switch's own, put in place of the pipeline's by the
+ * table manager (bsw_table.c) before its standby arrays are made and
+ * before any packet. bsw_table_lpm.c: 32-bit LPM tables as rte_lpm
+ * (DIR-24-8) in place of DPDK's ACL-based wildcard type, eligible with
+ * one 32-bit LPM field in metadata. bsw_table_index.c: exact tables on one
+ * small id as arrays, eligible with one exact 1-, 2- or 4-byte metadata
+ * field and a size of at most BSW_INDEX_MAX_SLOTS. */
+extern const struct rte_swx_table_ops bsw_lpm32_table_ops;
 int bsw_lpm32_eligible(struct rte_swx_pipeline *p, uint32_t table_id, uint32_t n_match_fields);
-const struct rte_swx_table_ops *bsw_lpm32_ops(void);
-int bsw_lpm32_install(struct bsw_pipeline *bp, struct bsw_instance *in);
-void bsw_lpm32_uninstall(struct bsw_pipeline *bp, struct bsw_instance *in);
+#define BSW_INDEX_MAX_SLOTS 4096
+extern const struct rte_swx_table_ops bsw_index_table_ops;
+int bsw_index_eligible(struct rte_swx_pipeline *p, uint32_t table_id, uint32_t n_match_fields,
+		       uint32_t size);
+/* 1 when the spec has an entryid instruction (direct counters and meters):
+ * entry ids are then the program's array indices, which DPDK's exact type
+ * numbers 0..size-1 and an index table would not. */
+int bsw_spec_reads_entry_ids(const char *spec_path);
 
 #endif

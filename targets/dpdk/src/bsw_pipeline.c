@@ -65,6 +65,37 @@ group_chain_wanted(int trace)
 	return !trace && !(v && !strcmp(v, "0"));
 }
 
+int
+bsw_spec_has_line(const char *spec_path, const char *prefix)
+{
+	char line[512];
+	FILE *f = fopen(spec_path, "r");
+	int found = 0;
+
+	if (!f)
+		return -1;
+	while (!found && fgets(line, sizeof(line), f)) {
+		const char *c = line + strspn(line, " \t");
+		const char *label_end = strstr(c, " :\t");
+
+		found = !strncmp(c, prefix, strlen(prefix)) ||
+			(label_end && !strncmp(label_end + 3, prefix, strlen(prefix)));
+	}
+	fclose(f);
+	return found;
+}
+
+/* Whether exact tables on one small id become arrays (bsw_table_index.c):
+ * always, unless BSW_INDEX_TABLES=0 asks for DPDK's type (to measure the
+ * difference) or the program reads entry ids. */
+static int
+index_tables_wanted(const char *spec_path)
+{
+	const char *v = getenv("BSW_INDEX_TABLES");
+
+	return !(v && !strcmp(v, "0")) && !bsw_spec_reads_entry_ids(spec_path);
+}
+
 /* A copying pass over the generated code. */
 typedef int (*code_pass_t)(FILE *in, FILE *out);
 
@@ -308,6 +339,7 @@ bsw_pipeline_build(const char *spec_path, const char *work_dir, const char *incl
 	bp = calloc(1, sizeof(*bp));
 	if (!bp)
 		return -ENOMEM;
+	bp->no_index_tables = !index_tables_wanted(spec_path);
 	bp->n_instances = n_instances;
 	rte_spinlock_init(&bp->cpu_in_lock);
 	rte_spinlock_init(&bp->cpu_out_lock);

@@ -27,9 +27,11 @@
 #include <rte_pause.h>
 
 #include "bsw_internal.h"
+#include "rte_swx_pipeline_internal.h"
 
 static int
-table_params_init(struct rte_swx_pipeline *p, uint32_t table_id, struct bsw_table *t)
+table_params_init(struct rte_swx_pipeline *p, uint32_t table_id, struct bsw_table *t,
+		  int index_tables)
 {
 	struct rte_swx_ctl_table_info ti;
 	uint32_t first = UINT32_MAX, end = 0, n_exact = 0, i, max_data = 0;
@@ -86,10 +88,19 @@ table_params_init(struct rte_swx_pipeline *p, uint32_t table_id, struct bsw_tabl
 
 	t->first_offset = first;
 	t->is_exact = ti.n_match_fields && n_exact == ti.n_match_fields;
-	if (!t->is_stub && !t->is_exact && bsw_lpm32_eligible(p, table_id, ti.n_match_fields)) {
-		t->is_lpm32 = 1;
-		t->pipeline_ops = t->ops;
-		t->ops = *bsw_lpm32_ops();
+	if (!t->is_stub) {
+		const struct rte_swx_table_ops *own = NULL;
+
+		if (!t->is_exact && bsw_lpm32_eligible(p, table_id, ti.n_match_fields))
+			own = &bsw_lpm32_table_ops;
+		else if (index_tables && t->is_exact &&
+			 bsw_index_eligible(p, table_id, ti.n_match_fields, ti.size))
+			own = &bsw_index_table_ops;
+		if (own) {
+			t->is_own = 1;
+			t->pipeline_ops = t->ops;
+			t->ops = *own;
+		}
 	}
 	t->action_data_size = max_data;
 	t->params.match_type = t->is_exact ? RTE_SWX_TABLE_MATCH_EXACT :
@@ -172,6 +183,59 @@ standby_free(struct bsw_pipeline *bp, struct bsw_instance *in)
 	in->standby = NULL;
 }
 
+/* The switch's own table objects and lookups (is_own) in place of those the
+ * pipeline built, in the instance's active array; before any packet runs. */
+static int
+own_tables_install(struct bsw_pipeline *bp, struct bsw_instance *in)
+{
+	uint32_t id, th;
+
+	for (id = 0; id < bp->n_tables; id++) {
+		struct bsw_table *t = &bp->tables[id];
+		void *obj, *old = in->active[id].obj;
+
+		if (!t->is_own)
+			continue;
+		obj = t->ops.create(&t->params, NULL, t->args, (int)rte_socket_id());
+		if (!obj) {
+			bsw_set_error("table %u: cannot create its table object", id);
+			return -ENOMEM;
+		}
+		in->active[id].obj = obj;
+		t->pipeline_ops.free(old);
+		for (th = 0; th < RTE_SWX_PIPELINE_THREADS_MAX; th++)
+			in->p->threads[th].tables[id].func = t->ops.lkp;
+	}
+	return 0;
+}
+
+/* Our objects out of the active array, where install put them (elsewhere
+ * the object is the pipeline's type); with restore, an empty object of the
+ * pipeline's type and its lookup in their place, else NULL (which every
+ * type's free skips) before the pipeline frees its tables. */
+static void
+own_tables_uninstall(struct bsw_pipeline *bp, struct bsw_instance *in, int restore)
+{
+	uint32_t id, th;
+
+	if (!in->active)
+		return;
+	for (id = 0; id < bp->n_tables; id++) {
+		struct bsw_table *t = &bp->tables[id];
+
+		if (!t->is_own || in->p->threads[0].tables[id].func != t->ops.lkp)
+			continue;
+		t->ops.free(in->active[id].obj);
+		in->active[id].obj = NULL;
+		if (!restore)
+			continue;
+		in->active[id].obj = t->pipeline_ops.create(&t->params, NULL, t->args,
+							    (int)rte_socket_id());
+		for (th = 0; th < RTE_SWX_PIPELINE_THREADS_MAX; th++)
+			in->p->threads[th].tables[id].func = t->pipeline_ops.lkp;
+	}
+}
+
 int
 bsw_tables_init(struct bsw_pipeline *bp)
 {
@@ -189,7 +253,7 @@ bsw_tables_init(struct bsw_pipeline *bp)
 	if (!bp->tables)
 		return -ENOMEM;
 	for (i = 0; i < pi.n_tables; i++) {
-		status = table_params_init(p0, i, &bp->tables[i]);
+		status = table_params_init(p0, i, &bp->tables[i], !bp->no_index_tables);
 		if (status) {
 			bsw_set_error("table %u: cannot read its parameters", i);
 			return status;
@@ -201,7 +265,7 @@ bsw_tables_init(struct bsw_pipeline *bp)
 		status = rte_swx_pipeline_table_state_get(in->p, &in->active);
 		if (status)
 			return status;
-		status = bsw_lpm32_install(bp, in);
+		status = own_tables_install(bp, in);
 		if (status)
 			return status;
 		status = standby_create(bp, in);
@@ -214,10 +278,20 @@ bsw_tables_init(struct bsw_pipeline *bp)
 void
 bsw_tables_release(struct bsw_pipeline *bp)
 {
-	uint32_t i;
+	uint32_t i, id;
 
-	for (i = 0; i < bp->n_instances; i++)
+	/* rte_swx_ctl applies the pipeline's table types to the objects it
+	 * finds: give it the pipeline's own (empty; it takes tables that the
+	 * manager has not written to). */
+	for (i = 0; i < bp->n_instances; i++) {
 		standby_free(bp, &bp->inst[i]);
+		own_tables_uninstall(bp, &bp->inst[i], 1);
+	}
+	for (id = 0; id < bp->n_tables; id++)
+		if (bp->tables[id].is_own) {
+			bp->tables[id].ops = bp->tables[id].pipeline_ops;
+			bp->tables[id].is_own = 0;
+		}
 	bp->released = 1;
 }
 
@@ -230,7 +304,7 @@ bsw_tables_free(struct bsw_pipeline *bp)
 		return;
 	for (i = 0; i < bp->n_instances; i++) {
 		standby_free(bp, &bp->inst[i]);
-		bsw_lpm32_uninstall(bp, &bp->inst[i]);
+		own_tables_uninstall(bp, &bp->inst[i], 0);
 	}
 	for (i = 0; i < bp->n_tables; i++)
 		free(bp->tables[i].params.key_mask0);

@@ -9,12 +9,10 @@
  *
  * These ops keep the contract the table manager (bsw_table.c) has with
  * wildcard tables: an object is built from the full entry list and never
- * modified, so the manager's rebuild-and-swap is unchanged. The pipeline
- * built its own (ACL) object and lookup pointer for the table; bsw_lpm32_
- * install() puts ours in their place before any packet runs, and
- * bsw_lpm32_uninstall() takes ours out before the pipeline frees its
- * tables with the ACL type's free. Metadata fields are in host byte order
- * in SWX, and so are the key and mask bytes the server writes for them. */
+ * modified, so the manager's rebuild-and-swap is unchanged. The table
+ * manager puts them in place of the pipeline's own (own_tables_install()
+ * in bsw_table.c). Metadata fields are in host byte order in SWX, and so
+ * are the key and mask bytes the server writes for them. */
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -24,7 +22,6 @@
 #include <rte_malloc.h>
 
 #include "bsw_internal.h"
-#include "rte_swx_pipeline_internal.h"
 
 #define NO_RULE UINT32_MAX
 
@@ -149,7 +146,7 @@ lpm32_mailbox_size(void)
 	return 0;
 }
 
-static const struct rte_swx_table_ops lpm32_ops = {
+const struct rte_swx_table_ops bsw_lpm32_table_ops = {
 	.mailbox_size_get = lpm32_mailbox_size,
 	.create = lpm32_create,
 	.lkp = lpm32_lookup,
@@ -164,49 +161,4 @@ bsw_lpm32_eligible(struct rte_swx_pipeline *p, uint32_t table_id, uint32_t n_mat
 	if (n_match_fields != 1 || rte_swx_ctl_table_match_field_info_get(p, table_id, 0, &mf))
 		return 0;
 	return mf.match_type == RTE_SWX_TABLE_MATCH_LPM && mf.n_bits == 32 && !mf.is_header;
-}
-
-int
-bsw_lpm32_install(struct bsw_pipeline *bp, struct bsw_instance *in)
-{
-	uint32_t id, th;
-
-	for (id = 0; id < bp->n_tables; id++) {
-		struct bsw_table *t = &bp->tables[id];
-		void *obj, *old = in->active[id].obj;
-
-		if (!t->is_lpm32)
-			continue;
-		obj = lpm32_ops.create(&t->params, NULL, t->args, (int)rte_socket_id());
-		if (!obj) {
-			bsw_set_error("table %u: cannot create its LPM object", id);
-			return -ENOMEM;
-		}
-		in->active[id].obj = obj;
-		t->pipeline_ops.free(old);
-		for (th = 0; th < RTE_SWX_PIPELINE_THREADS_MAX; th++)
-			in->p->threads[th].tables[id].func = lpm32_ops.lkp;
-	}
-	return 0;
-}
-
-void
-bsw_lpm32_uninstall(struct bsw_pipeline *bp, struct bsw_instance *in)
-{
-	uint32_t id;
-
-	if (!in->active)
-		return;
-	for (id = 0; id < bp->n_tables; id++)
-		/* only where install got to: elsewhere the object is the ACL's */
-		if (bp->tables[id].is_lpm32 && in->p->threads[0].tables[id].func == lpm32_ops.lkp) {
-			lpm32_ops.free(in->active[id].obj);
-			in->active[id].obj = NULL;	/* the ACL type's free skips NULL */
-		}
-}
-
-const struct rte_swx_table_ops *
-bsw_lpm32_ops(void)
-{
-	return &lpm32_ops;
 }

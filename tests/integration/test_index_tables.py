@@ -1,0 +1,137 @@
+"""The switch's array type for exact tables keyed by one small id
+(targets/dpdk/src/bsw_table_index.c) on a real pipeline.
+
+An entry's index (bsw_table_entry_index: 1 + the entry id a lookup reports)
+tells which type holds it: the array reports the key itself as the id,
+DPDK's exact type numbers entries from 0 in the order they came. So a first
+entry with key 7 has index 8 in an array and 1 in DPDK's type.
+
+Each pipeline is built in a child process (this file run as a script): DPDK's
+EAL can be set up once per process, and pytest's process is shared.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.root
+
+
+def child(work: str) -> dict:
+    from bng_lab.in_process import load_program, start_eal
+    from bng_switch import libbsw, switch_config
+
+    cfg = switch_config.from_dict({"name": "it", "work_dir": work, "ports": [], "workers": 1,
+                                   "mempool_mbufs": 4096})
+    lib = start_eal(cfg)
+    out = {}
+
+    def pipeline(program: str):
+        prog = load_program(program, Path(work))
+        p = lib.pipeline_build(str(prog.spec_path), work, cfg.dpdk_include, [cfg.iospec(0)], "compiled-only")
+        pmap = prog.pipeline_map()
+        pmap.bind(p)
+        return p, pmap
+
+    def table(pmap, suffix):
+        return next(t for t in pmap.tables.values() if t.name.endswith(suffix))
+
+    def entry(t, action_suffix, key: int, args: dict) -> libbsw.EntryBytes:
+        act = next(a for a in t.actions.values() if a.name.endswith(action_suffix))
+        field = next(iter(t.fields.values()))
+        return libbsw.EntryBytes(field.encode(key), act.swx_id, act.encode(args, t.data_size))
+
+    def commit(p, *ops) -> None:
+        batch = libbsw.OpBatch()
+        for kind, t, e in ops:
+            if kind == "add":
+                batch.add(t.swx_id, e, None)
+            else:
+                batch.delete(t.swx_id, e)
+        p.table_commit(batch)
+
+    # bng: nexthop (1024 ids) and l2tp_tunnel (4096) are arrays.
+    p, pmap = pipeline("bng")
+    nh = table(pmap, "nexthop")
+    size = nh.size
+
+    def nh_entry(k: int) -> libbsw.EntryBytes:
+        return entry(nh, "set_l2", k, {1: 1, 2: 0x02bb00000001, 3: 0x02ee00000000 | k, 4: 0})
+
+    def index(k: int):
+        return p.table_entry_index(nh.swx_id, next(iter(nh.fields.values())).encode(k))
+
+    beyond = size + 100_000                     # a key P4Runtime allows but no slot holds
+    commit(p, ("add", nh, nh_entry(7)), ("add", nh, nh_entry(beyond)), ("add", nh, nh_entry(size - 1)))
+    out["bng_added"] = {"7": index(7), "last": index(size - 1), "beyond": index(beyond),
+                        "absent": index(8), "size": size}
+    commit(p, ("add", nh, nh_entry(7)))          # an add of a present key replaces it
+    commit(p, ("del", nh, nh_entry(7)), ("del", nh, nh_entry(beyond)))
+    out["bng_deleted"] = {"7": index(7), "beyond": index(beyond), "last": index(size - 1)}
+    tun = table(pmap, "l2tp_tunnel")
+    commit(p, ("add", tun, entry(tun, "set_tunnel", 3, {1: 1, 2: 2, 3: 3, 4: 1701, 5: 1})))
+    out["bng_tunnel"] = p.table_entry_index(tun.swx_id, next(iter(tun.fields.values())).encode(3))
+    p.free()
+
+    # Handed to stock rte_swx_ctl (make bench-tables does this), a pipeline gets
+    # DPDK's own table objects back: rte_swx_ctl applies DPDK's ops to them.
+    p, pmap = pipeline("bng")
+    nh = table(pmap, "nexthop")
+    set_l2 = next(a for a in nh.actions.values() if a.name.endswith("set_l2"))
+    out["stock_ctl_ns"] = p.bench_stock_ctl(nh.swx_name, set_l2.swx_id, 100, 10, [100])
+    p.free()
+
+    # switch_test reads entry ids (a direct counter): DPDK's type, so ids stay below the size.
+    p, pmap = pipeline("switch_test")
+    pf = table(pmap, "port_fwd")
+    commit(p, ("add", pf, entry(pf, "forward", 7, {1: 1})))
+    out["switch_test_port_fwd"] = p.table_entry_index(pf.swx_id, next(iter(pf.fields.values())).encode(7))
+    p.free()
+    return out
+
+
+@pytest.fixture(scope="module")
+def result():
+    r = subprocess.run([sys.executable, __file__], capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ))
+    assert r.returncode == 0, r.stdout + r.stderr
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def test_small_ids_are_array_slots(result):
+    added = result["bng_added"]
+    assert added["7"] == 8 and added["last"] == added["size"]
+    assert added["absent"] is None
+
+
+def test_a_key_beyond_the_size_is_held_beside_the_array(result):
+    beyond = result["bng_added"]["beyond"]
+    assert beyond is not None and beyond > result["bng_added"]["size"]
+
+
+def test_deletes_reach_both(result):
+    assert result["bng_deleted"]["7"] is None and result["bng_deleted"]["beyond"] is None
+    assert result["bng_deleted"]["last"] == result["bng_added"]["size"]
+
+
+def test_tunnels_are_arrays_too(result):
+    assert result["bng_tunnel"] == 4
+
+
+def test_stock_rte_swx_ctl_gets_dpdk_tables_back(result):
+    assert len(result["stock_ctl_ns"]) == 1 and result["stock_ctl_ns"][0] > 0
+
+
+def test_a_program_that_reads_entry_ids_keeps_dpdk_numbering(result):
+    assert result["switch_test_port_fwd"] == 1
+
+
+if __name__ == "__main__":
+    with tempfile.TemporaryDirectory(prefix="index-tables-") as work_dir:
+        print(json.dumps(child(work_dir)))
