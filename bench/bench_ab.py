@@ -7,11 +7,11 @@ apart. This benchmark takes the drift out of the comparison: it builds the
 bng pipeline twice in one process, with an environment variable the switch
 reads when it builds a pipeline set to A and then to B (BSW_SWX_GROUP_CHAIN,
 BSW_SWX_EXACT_ACCESS, BSW_INDEX_TABLES: see targets/dpdk/src/bsw_pipeline.c),
-installs the same
-sessions in both, and measures them alternately, one second each, swapping
-which goes first every round. It prints per role the medians, their ratio
-and in how many rounds A was the faster; a figure counts only if both
-pipelines forwarded every packet by its session (bench_bng's check).
+installs the same sessions in both, and measures them alternately, one
+second each, swapping which goes first every round. It prints per role the
+medians, their ratio and in how many rounds A was the faster; a figure
+counts only if both pipelines forwarded every packet by its session
+(bench_bng's check).
 """
 from __future__ import annotations
 

@@ -152,8 +152,9 @@ def measure_p4_l2fwd(lib, args, work: Path, iospecs: list[str], dpdk_include: st
                      one_step: bool) -> list[float]:
     """The p4_l2fwd baseline over the frames the pcap port holds (dst MACs
     02:00:00:x:y:z, as bench_dataplane.make_pcap writes them, one per flow:
-    at most args.sessions), with args.sessions entries. Refused unless every frame received was sent out
-    of the port: SWX sends what the pipeline drops to a port of its own."""
+    at most args.sessions), with args.sessions entries. Refused unless every
+    frame received was sent out of the port: SWX sends what the pipeline
+    drops to a port of its own."""
     from bench.bench_dataplane import insert_update, measure_mpps, pipeline_with_entries
     from bng_lab.in_process import load_program
 

@@ -12,14 +12,21 @@ from scapy.packet import Raw
 from bng_base import BNG_MAC, CORE1, CORE2, CORE_ROUTER_MAC, PEER_MAC, BngTest, ip_int, mac_int, routed_ipv4
 
 
+def check_routed(test: BngTest, dst: str, port: int, dmac: str) -> None:
+    """Core transit IPv4 to dst leaves port toward dmac, TTL decremented."""
+    ip = IP(src="192.0.2.9", dst=dst, ttl=9) / UDP(sport=1, dport=2) / Raw(b"r" * 18)
+    test.send(CORE1, Ether(src=CORE_ROUTER_MAC, dst=BNG_MAC) / ip)
+    test.expect(Ether(src=BNG_MAC, dst=dmac, type=0x0800) / routed_ipv4(ip), port)
+
+
+def check_no_route(test: BngTest, dst: str) -> None:
+    ip = IP(src="192.0.2.9", dst=dst) / UDP()
+    test.expect_drop(CORE1, Ether(src=CORE_ROUTER_MAC, dst=BNG_MAC) / ip, "NO_ROUTE")
+
+
 class FibLongestPrefix(BngTest):
     def route(self, prefix: str, plen: int, nexthop_id: int):
         return self.insert("fib_v4", {"dst_ipv4": (ip_int(prefix), plen)}, "set_nexthop", nexthop_id=nexthop_id)
-
-    def check(self, dst: str, port: int, dmac: str) -> None:
-        ip = IP(src="192.0.2.9", dst=dst, ttl=9) / UDP(sport=1, dport=2) / Raw(b"r" * 18)
-        self.send(CORE1, Ether(src=CORE_ROUTER_MAC, dst=BNG_MAC) / ip)
-        self.expect(Ether(src=BNG_MAC, dst=dmac, type=0x0800) / routed_ipv4(ip), port)
 
     def runTest(self):
         self.install_core_route()                          # 0/0 -> nexthop 1 (CORE1)
@@ -29,25 +36,24 @@ class FibLongestPrefix(BngTest):
         mid = self.route("203.0.113.0", 24, 1)
         host = self.route("203.0.113.77", 32, 2)
         self.route("203.0.113.128", 25, 0)                 # blackhole (nexthop 0: NO_ROUTE)
-        self.check("198.51.100.1", CORE1, CORE_ROUTER_MAC)  # only the default covers it
-        self.check("203.9.9.9", CORE2, PEER_MAC)            # /8
-        self.check("203.0.113.5", CORE1, CORE_ROUTER_MAC)   # /24 inside the /8
-        self.check("203.0.113.77", CORE2, PEER_MAC)         # /32 inside the /24
-        ip = IP(src="192.0.2.9", dst="203.0.113.200") / UDP()
-        self.expect_drop(CORE1, Ether(src=CORE_ROUTER_MAC, dst=BNG_MAC) / ip, "NO_ROUTE")
-        self.client.delete(host)                            # the /24 again
-        self.check("203.0.113.77", CORE1, CORE_ROUTER_MAC)
-        self.client.delete(mid)                             # the /8 again
-        self.check("203.0.113.5", CORE2, PEER_MAC)
-        self.client.delete(wide)                            # the default again
-        self.check("203.9.9.9", CORE1, CORE_ROUTER_MAC)
+        check_routed(self, "198.51.100.1", CORE1, CORE_ROUTER_MAC)  # only the default covers it
+        check_routed(self, "203.9.9.9", CORE2, PEER_MAC)            # /8
+        check_routed(self, "203.0.113.5", CORE1, CORE_ROUTER_MAC)   # /24 inside the /8
+        check_routed(self, "203.0.113.77", CORE2, PEER_MAC)         # /32 inside the /24
+        check_no_route(self, "203.0.113.200")
+        self.client.delete(host)                                    # the /24 again
+        check_routed(self, "203.0.113.77", CORE1, CORE_ROUTER_MAC)
+        self.client.delete(mid)                                     # the /8 again
+        check_routed(self, "203.0.113.5", CORE2, PEER_MAC)
+        self.client.delete(wide)                                    # the default again
+        check_routed(self, "203.9.9.9", CORE1, CORE_ROUTER_MAC)
 
 
 class NexthopIds(BngTest):
-    """Next hops whose ids are array slots (1, the last one below the
-    table's size) and one far beyond it: each forwards with its own MACs and
-    port, a modify changes what it forwards with, a delete makes its routes
-    NO_ROUTE, and the others stay."""
+    """Next hops whose ids are array slots (1, the core route's, and the
+    last one below the table's size) and one far beyond it: each forwards
+    with its own MACs and port, a modify changes what it forwards with, a
+    delete makes its routes NO_ROUTE, and the others stay."""
     def runTest(self):
         size = self.client.names.table("nexthop").size
         last, beyond = size - 1, size + 1_000_000
@@ -58,18 +64,15 @@ class NexthopIds(BngTest):
                                    dmac=mac_int(dmac), vid=0)
         self.insert("fib_v4", {"dst_ipv4": (ip_int("203.0.113.0"), 24)}, "set_nexthop", nexthop_id=last)
         self.insert("fib_v4", {"dst_ipv4": (ip_int("198.18.0.0"), 15)}, "set_nexthop", nexthop_id=beyond)
-        check = FibLongestPrefix.check
-        check(self, "192.0.2.200", CORE1, CORE_ROUTER_MAC)
-        check(self, "203.0.113.5", CORE2, PEER_MAC)
-        check(self, "198.19.1.1", CORE2, "02:ee:00:00:00:99")
+        check_routed(self, "192.0.2.200", CORE1, CORE_ROUTER_MAC)
+        check_routed(self, "203.0.113.5", CORE2, PEER_MAC)
+        check_routed(self, "198.19.1.1", CORE2, "02:ee:00:00:00:99")
         self.client.modify(self.client.table_entry("nexthop", {"nexthop_id": beyond}, "set_l2",
                                                    {"port": CORE1, "smac": mac_int(BNG_MAC),
                                                     "dmac": mac_int("02:ee:00:00:00:98"), "vid": 0}))
-        check(self, "198.19.1.1", CORE1, "02:ee:00:00:00:98")
+        check_routed(self, "198.19.1.1", CORE1, "02:ee:00:00:00:98")
         self.client.delete(hops[beyond])
-        ip = IP(src="192.0.2.9", dst="198.19.1.1") / UDP()
-        self.expect_drop(CORE1, Ether(src=CORE_ROUTER_MAC, dst=BNG_MAC) / ip, "NO_ROUTE")
+        check_no_route(self, "198.19.1.1")
         self.client.delete(hops[last])
-        ip = IP(src="192.0.2.9", dst="203.0.113.5") / UDP()
-        self.expect_drop(CORE1, Ether(src=CORE_ROUTER_MAC, dst=BNG_MAC) / ip, "NO_ROUTE")
-        check(self, "192.0.2.200", CORE1, CORE_ROUTER_MAC)
+        check_no_route(self, "203.0.113.5")
+        check_routed(self, "192.0.2.200", CORE1, CORE_ROUTER_MAC)

@@ -42,10 +42,12 @@ def child(work: str) -> dict:
     def table(pmap, suffix):
         return next(t for t in pmap.tables.values() if t.name.endswith(suffix))
 
-    def entry(t, action_suffix, key: int, args: dict) -> libbsw.EntryBytes:
+    def key(t, k: int) -> bytes:
+        return next(iter(t.fields.values())).encode(k)
+
+    def entry(t, action_suffix, k: int, args: dict) -> libbsw.EntryBytes:
         act = next(a for a in t.actions.values() if a.name.endswith(action_suffix))
-        field = next(iter(t.fields.values()))
-        return libbsw.EntryBytes(field.encode(key), act.swx_id, act.encode(args, t.data_size))
+        return libbsw.EntryBytes(key(t, k), act.swx_id, act.encode(args, t.data_size))
 
     def commit(p, *ops) -> None:
         batch = libbsw.OpBatch()
@@ -65,7 +67,7 @@ def child(work: str) -> dict:
         return entry(nh, "set_l2", k, {1: 1, 2: 0x02bb00000001, 3: 0x02ee00000000 | k, 4: 0})
 
     def index(k: int):
-        return p.table_entry_index(nh.swx_id, next(iter(nh.fields.values())).encode(k))
+        return p.table_entry_index(nh.swx_id, key(nh, k))
 
     beyond = size + 100_000                     # a key P4Runtime allows but no slot holds
     commit(p, ("add", nh, nh_entry(7)), ("add", nh, nh_entry(beyond)), ("add", nh, nh_entry(size - 1)))
@@ -76,7 +78,7 @@ def child(work: str) -> dict:
     out["bng_deleted"] = {"7": index(7), "beyond": index(beyond), "last": index(size - 1)}
     tun = table(pmap, "l2tp_tunnel")
     commit(p, ("add", tun, entry(tun, "set_tunnel", 3, {1: 1, 2: 2, 3: 3, 4: 1701, 5: 1})))
-    out["bng_tunnel"] = p.table_entry_index(tun.swx_id, next(iter(tun.fields.values())).encode(3))
+    out["bng_tunnel"] = p.table_entry_index(tun.swx_id, key(tun, 3))
     p.free()
 
     # Handed to stock rte_swx_ctl (make bench-tables does this), a pipeline gets
@@ -91,7 +93,7 @@ def child(work: str) -> dict:
     p, pmap = pipeline("switch_test")
     pf = table(pmap, "port_fwd")
     commit(p, ("add", pf, entry(pf, "forward", 7, {1: 1})))
-    out["switch_test_port_fwd"] = p.table_entry_index(pf.swx_id, next(iter(pf.fields.values())).encode(7))
+    out["switch_test_port_fwd"] = p.table_entry_index(pf.swx_id, key(pf, 7))
     p.free()
     return out
 

@@ -125,9 +125,5 @@ int bsw_lpm32_eligible(struct rte_swx_pipeline *p, uint32_t table_id, uint32_t n
 extern const struct rte_swx_table_ops bsw_index_table_ops;
 int bsw_index_eligible(struct rte_swx_pipeline *p, uint32_t table_id, uint32_t n_match_fields,
 		       uint32_t size);
-/* 1 when the spec has an entryid instruction (direct counters and meters):
- * entry ids are then the program's array indices, which DPDK's exact type
- * numbers 0..size-1 and an index table would not. */
-int bsw_spec_reads_entry_ids(const char *spec_path);
 
 #endif

@@ -87,13 +87,16 @@ bsw_spec_has_line(const char *spec_path, const char *prefix)
 
 /* Whether exact tables on one small id become arrays (bsw_table_index.c):
  * always, unless BSW_INDEX_TABLES=0 asks for DPDK's type (to measure the
- * difference) or the program reads entry ids. */
+ * difference) or the program has an entryid instruction (direct counters
+ * and meters index their arrays by DPDK's entry numbering, 0..size-1,
+ * which the arrays do not keep); a spec that cannot be read counts as one
+ * that has. */
 static int
 index_tables_wanted(const char *spec_path)
 {
 	const char *v = getenv("BSW_INDEX_TABLES");
 
-	return !(v && !strcmp(v, "0")) && !bsw_spec_reads_entry_ids(spec_path);
+	return !(v && !strcmp(v, "0")) && bsw_spec_has_line(spec_path, "entryid ") == 0;
 }
 
 /* A copying pass over the generated code. */

@@ -22,7 +22,7 @@
  * in the overflow: unique, but not always below the size, which direct
  * counters and meters (arrays of size + 1 indexed by entry id) need. A
  * program with an entryid instruction therefore keeps DPDK's type for all
- * its tables (bsw_spec_reads_entry_ids()). */
+ * its tables (bsw_pipeline.c: index_tables_wanted()). */
 #include <errno.h>
 #include <string.h>
 
@@ -77,20 +77,28 @@ index_free(void *table)
 	rte_free(t);
 }
 
+/* The array slot of a key, with the key's value in *k; NULL when the key
+ * is beyond the array, where the overflow holds it. */
+static inline uint8_t *
+slot_of(const struct index_table *t, const uint8_t *key, uint32_t *k)
+{
+	*k = key_value(key, t->key_size);
+	return likely(*k < t->n_slots) ? &t->slots[(size_t)*k * t->slot_size] : NULL;
+}
+
 static int
 index_add(void *table, struct rte_swx_table_entry *entry)
 {
 	struct index_table *t = table;
-	uint32_t k;
-	uint8_t *s;
 	uint64_t tag;
+	uint8_t *s;
+	uint32_t k;
 
 	if (!t || !entry || !entry->key)
 		return -EINVAL;
-	k = key_value(entry->key, t->key_size);
-	if (k >= t->n_slots)
+	s = slot_of(t, entry->key, &k);
+	if (!s)
 		return overflow_ops()->add(t->overflow, entry);
-	s = &t->slots[(size_t)k * t->slot_size];
 	tag = entry->action_id + 1;
 	if (t->action_data_size)
 		memcpy(s + 8, entry->action_data, t->action_data_size);
@@ -102,14 +110,15 @@ static int
 index_del(void *table, struct rte_swx_table_entry *entry)
 {
 	struct index_table *t = table;
+	uint8_t *s;
 	uint32_t k;
 
 	if (!t || !entry || !entry->key)
 		return -EINVAL;
-	k = key_value(entry->key, t->key_size);
-	if (k >= t->n_slots)
+	s = slot_of(t, entry->key, &k);
+	if (!s)
 		return overflow_ops()->del(t->overflow, entry);
-	memset(&t->slots[(size_t)k * t->slot_size], 0, t->slot_size);
+	memset(s, 0, t->slot_size);
 	return 0;
 }
 
@@ -151,11 +160,12 @@ index_lookup(void *table, void *mailbox, uint8_t **key, uint64_t *action_id,
 	     uint8_t **action_data, size_t *entry_id, int *hit)
 {
 	struct index_table *t = table;
-	uint32_t k = key_value(&key[0][t->key_offset], t->key_size);
 	const uint8_t *s;
 	uint64_t tag;
+	uint32_t k;
 
-	if (unlikely(k >= t->n_slots)) {
+	s = slot_of(t, &key[0][t->key_offset], &k);
+	if (unlikely(!s)) {
 		int status = overflow_ops()->lkp(t->overflow, mailbox, key, action_id, action_data,
 						 entry_id, hit);
 
@@ -163,7 +173,6 @@ index_lookup(void *table, void *mailbox, uint8_t **key, uint64_t *action_id,
 			*entry_id += t->n_slots;	/* ids of the array and the overflow apart */
 		return status;
 	}
-	s = &t->slots[(size_t)k * t->slot_size];
 	memcpy(&tag, s, 8);
 	if (!tag) {
 		*hit = 0;
@@ -204,8 +213,3 @@ bsw_index_eligible(struct rte_swx_pipeline *p, uint32_t table_id, uint32_t n_mat
 	       size && size <= BSW_INDEX_MAX_SLOTS;
 }
 
-int
-bsw_spec_reads_entry_ids(const char *spec_path)
-{
-	return bsw_spec_has_line(spec_path, "entryid ") != 0;	/* unreadable: keep DPDK's */
-}
