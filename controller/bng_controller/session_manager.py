@@ -188,6 +188,8 @@ class SessionManager:
             t = sub.transport
             self.packet_out(pppoe.discovery_frame(req.l2.reply_header(self.bng_mac),
                                                   self.discovery.pads(req, t.session_id)), port)
+            sub.link.lower_layer_repeated()
+            self._drain(sub)
             return
         reply_l2 = req.l2.reply_header(self.bng_mac)
         sc = self.cfg.sessions

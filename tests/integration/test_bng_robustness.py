@@ -55,20 +55,37 @@ def test_lossy_duplicating_reordering_line_converges(lab):
                      "--discovery-retries", "10", "--discovery-timeout", "0.5", "--discovery-max-wait", "4",
                      "--max-configure", "20",
                      "--ping", lab.core_host_ip, "--ping-interval", "0.5", "--hold",
-                     "--mac-base", "02:10:55:00:00:00")
+                     "--mac-base", "02:10:55:00:00:00", "--report-sessions")
+    setting_up: dict[int, dict] = {}          # the BNG's last view of each session not up, kept for a failure
+    next_look = [0.0]
+
+    def all_up(status: dict) -> bool:
+        if time.time() >= next_look[0]:       # a stuck session is closed by the BNG's setup timeout: look before
+            next_look[0] = time.time() + 5
+            for s in lab.controller.api("sessions")["sessions"]:
+                if s["state"] != "up":
+                    setting_up[s["id"]] = lab.controller.api("session", id=s["id"])
+        return status["established"] == n
+
     try:
         try:
-            e.wait_status(lambda s: s["established"] == n, 120, "every session up")
+            e.wait_status(all_up, 120, "every session up")
         except Exception as err:                  # say why: both sides' view of the sessions that ended
             log = lab.controller.log().splitlines()
             ends = [ln for ln in log if " down (" in ln or "rejected" in ln]
             ids = {m.group(1) for ln in ends for m in [re.search(r"session (\d+) ", ln)] if m}
             story = [ln for ln in log if any(f"session {i} " in ln or f"session {i}:" in ln for i in ids)]
             stalls = [ln for ln in log if "event loop stalled" in ln]
+            cpes = [s for s in e.status().get("sessions", []) if s["state"] != "established"]
+            bng = [{k: d.get(k) for k in ("id", "state", "pppoe_session_id", "client_mac", "ppp", "entries")}
+                   for i, d in setting_up.items() if not any(f"session {i} up:" in ln for ln in log)]
             raise AssertionError(f"{err}\nsubemu failed: {e.status().get('failed_reasons')}\n"
                                  "the controller's lines for the sessions it ended:\n"
                                  + "\n".join((story or ends)[-40:])
-                                 + "\ncontroller stalls:\n" + "\n".join(stalls[-20:])) from err
+                                 + "\ncontroller stalls:\n" + "\n".join(stalls[-20:])
+                                 + "\nCPEs not established:\n" + "\n".join(map(str, cpes))
+                                 + "\nthe BNG's last look at the sessions that never came up:\n"
+                                 + "\n".join(map(str, bng[-10:]))) from err
         time.sleep(4)                                 # stragglers' NCPs settle
         t1 = e.status()
         time.sleep(5)

@@ -226,6 +226,41 @@ def test_retransmitted_padr_gets_the_same_session(tmp_path):
     asyncio.run(run())
 
 
+def test_padr_retransmitted_late_gives_lcp_its_full_max_configure(tmp_path):
+    """Every PADS lost for longer than LCP's Restart timer times
+    Max-Configure: the CPE's later PADR gets the same session, and LCP's
+    attempts count from the PADS that arrives, so the session comes up
+    (it used to give up with PADT just as the CPE started LCP)."""
+    async def run():
+        mgr, sw, aaa, clock, n = make(tmp_path)
+        cpe = ScriptedCpe(b"\x02\xcc\0\0\0\x0a", BNG_MAC)
+        mgr.on_discovery(ACCESS_PORT, cpe.padi())
+        await asyncio.sleep(0)
+        [(pado, _)] = sw.take_sent()
+        [padr] = cpe.receive(pado)
+        mgr.on_discovery(ACCESS_PORT, padr)
+        for _ in range(10):
+            await asyncio.sleep(0)
+        [sub] = mgr.subs.values()
+        lcp = sub.link.lcp
+        for _ in range(lcp.max_configure - 1):        # PADS and every Configure-Request lost
+            clock.t += lcp.restart_time
+            mgr._on_timer(sub)
+        sw.take_sent()
+        assert lcp.restart_count == 0
+        mgr.on_discovery(ACCESS_PORT, padr)           # the CPE asks again
+        sent = [f for f, _ in sw.take_sent()]
+        assert [f[12:14] for f in sent] == [b"\x88\x63", b"\x88\x64"]   # PADS, then LCP right behind
+        assert lcp.restart_count == lcp.max_configure - 1
+        clock.t += lcp.restart_time                   # the timeout that used to end it
+        mgr._on_timer(sub)
+        assert sub.live and mgr.counters.get("pppoe PADR retransmitted") == 1
+        to_bng = [f for frame in sent for f in cpe.receive(frame)]
+        await pump(mgr, sw, cpe, to_bng)
+        assert sub.state == State.UP and not cpe.padt_received
+    asyncio.run(run())
+
+
 def test_padr_with_forged_cookie_is_dropped(tmp_path):
     async def run():
         mgr, sw, aaa, clock, n = make(tmp_path)

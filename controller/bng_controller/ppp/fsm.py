@@ -218,6 +218,17 @@ class Fsm:
             self._str()
             self.state = State.CLOSING
 
+    def restart_requests(self) -> None:
+        """Our Configure-Requests so far cannot have reached the peer (the
+        layer below tells us so): count Max-Configure anew and send the
+        request now. Only in Req-Sent, where nothing of the peer's has
+        arrived that would prove otherwise (RFC 1661 4.6 bounds the
+        attempts the peer could answer, not the ones lost before it
+        could)."""
+        if self.state == State.REQ_SENT:
+            self._irc_conf()
+            self._scr(retransmit=True)
+
     # ---- timer ----
     def timeout(self) -> None:
         """The Restart timer expired (the caller checks `deadline`)."""

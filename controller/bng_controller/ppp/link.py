@@ -157,6 +157,14 @@ class PppLink:
         self.lcp.open()
         self.lcp.up()
 
+    def lower_layer_repeated(self) -> None:
+        """The peer asked for the session again (PPPoE: a retransmitted
+        PADR, because our PADS was lost): none of our LCP
+        Configure-Requests reached it before, so they must not use up
+        Max-Configure, or LCP gives up just as the peer starts."""
+        if not self._finished:
+            self.lcp.restart_requests()
+
     def close(self, reason: str) -> None:
         """Administrative close: Terminate-Request, then LinkDown once the
         peer acks or the Restart timer gives up."""
