@@ -13,7 +13,7 @@ import pytest
 from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2
 
-from bng_controller.aaa.base import AcctStatus, AuthMethod, TerminateCause
+from bng_controller.aaa.base import AcctStatus, TerminateCause
 from bng_controller.aaa.local import LocalAaa
 from bng_controller.config import from_dict
 from bng_controller.dataplane import BngTables
@@ -94,11 +94,9 @@ def deliver(mgr: SessionManager, frame: bytes) -> None:
     sees it: discovery and PPP control are punted with the line id."""
     etype = struct.unpack_from("!H", frame, 12)[0]
     s_vid = c_vid = 0
-    off = 14
     if etype in (0x8100, 0x88A8):
         s_vid = struct.unpack_from("!H", frame, 14)[0] & 0xFFF
         etype = struct.unpack_from("!H", frame, 16)[0]
-        off = 18
         if etype == 0x8100:
             c_vid = struct.unpack_from("!H", frame, 18)[0] & 0xFFF
             etype = struct.unpack_from("!H", frame, 20)[0]

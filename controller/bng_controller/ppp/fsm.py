@@ -32,6 +32,11 @@ class State(enum.IntEnum):
 class Negotiator(Protocol):
     """The protocol-specific half: options and the layer's upcalls."""
 
+    # Options the layer cannot come up without (IPCP's IP-Address): their
+    # Naks are never turned into Rejects by Max-Failure, since the
+    # negotiator would Nak the request that leaves them out.
+    required_options: frozenset[int]
+
     def request_options(self) -> list[Option]:
         """Options of our next Configure-Request."""
 
@@ -309,9 +314,15 @@ class Fsm:
         if code == CONF_NAK:
             self.failures += 1
             if self.failures > self.max_failure:
-                # Max-Failure: stop suggesting, reject what we would Nak.
-                kinds = {t for t, _ in reply}
-                code, reply = CONF_REJ, [o for o in options if o[0] in kinds]
+                # Max-Failure (RFC 1661 4.6): stop suggesting, reject the
+                # options we would Nak. A Reject lists options the peer
+                # sent, so a Nak prompting for one it left out stands, as
+                # does one for a required option; Max-Configure and the
+                # setup timeout bound that exchange.
+                kinds = {t for t, _ in reply} - self.neg.required_options
+                rejected = [o for o in options if o[0] in kinds]
+                if rejected:
+                    code, reply = CONF_REJ, rejected
         good = code == CONF_ACK
         if good:
             self.failures = 0

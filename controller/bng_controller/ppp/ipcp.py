@@ -24,6 +24,8 @@ IPv4 = ipaddress.IPv4Address
 
 
 class IpcpNegotiator:
+    required_options = frozenset({OPT_IP_ADDRESS})
+
     def __init__(self, link, our_address: IPv4, peer_address: IPv4, dns: list[IPv4] | None = None):
         self.link = link
         self.our_address = our_address

@@ -15,6 +15,8 @@ OPT_IPV6_COMPRESSION = 2
 
 
 class Ipv6cpNegotiator:
+    required_options: frozenset[int] = frozenset()
+
     def __init__(self, link, rng: random.Random | None = None, our_iid: int | None = None):
         self.link = link
         self.rng = rng or random.Random()

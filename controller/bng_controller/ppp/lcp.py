@@ -70,6 +70,8 @@ class LcpConfig:
 class LcpNegotiator:
     """Option policy of the BNG's LCP. The layer upcalls go to `link`."""
 
+    required_options: frozenset[int] = frozenset()
+
     def __init__(self, cfg: LcpConfig, link, max_payload: int = 1492, rng: random.Random | None = None):
         self.cfg = cfg
         self.link = link
