@@ -43,16 +43,17 @@ def test_lossy_duplicating_reordering_line_converges(lab):
     (During setup a CPE whose last Configure-Ack was lost is Opened before
     the BNG knows it, and its first packets are dropped as NO_SESSION: that
     is PPP, not the BNG.) Retry budgets are sized for such a line, where an
-    exchange fails 36 % of the time: 10 discovery attempts instead of 5,
+    exchange fails 36 % of the time: 20 discovery attempts instead of 5,
     waits that stop doubling at 4 s, and 20 Configure-Requests. (With waits
     doubling up to 64 s, about 8 failed PADI or PADR exchanges in a row use
     up the 90 s: 5.7e-4 per session, 1.7 % per run of 30, and one CI run
-    failed so. With the 4 s cap, and unanswered PADRs going back to PADI,
-    a session gets some 25 tries in the 90 s.)"""
+    failed so. With the 4 s cap, 20 PADIs take 71.5 s; 10 of them, all
+    unanswered, failed a session 0.36^10 = 3.7e-5 of the time, once in a
+    co-simulation of 3000. Unanswered PADRs go back to PADI.)"""
     n = 30
     e = lab.emulator("emu-lossy", "--sessions", str(n), "--drop-rx", "20", "--drop-tx", "20", "--dup-tx", "10",
                      "--reorder-tx", "10", "--seed", "7", "--restart-timer", "1", "--setup-timeout", "90",
-                     "--discovery-retries", "10", "--discovery-timeout", "0.5", "--discovery-max-wait", "4",
+                     "--discovery-retries", "20", "--discovery-timeout", "0.5", "--discovery-max-wait", "4",
                      "--max-configure", "20",
                      "--ping", lab.core_host_ip, "--ping-interval", "0.5", "--hold",
                      "--mac-base", "02:10:55:00:00:00", "--report-sessions")
