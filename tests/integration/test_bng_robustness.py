@@ -58,11 +58,12 @@ def test_lossy_duplicating_reordering_line_converges(lab):
                      "--ping", lab.core_host_ip, "--ping-interval", "0.5", "--hold",
                      "--mac-base", "02:10:55:00:00:00", "--report-sessions")
     setting_up: dict[int, dict] = {}          # the BNG's last view of each session not up, kept for a failure
-    next_look = [0.0]
+    next_look = 0.0
 
     def all_up(status: dict) -> bool:
-        if time.time() >= next_look[0]:       # a stuck session is closed by the BNG's setup timeout: look before
-            next_look[0] = time.time() + 5
+        nonlocal next_look
+        if time.time() >= next_look:          # a stuck session is closed by the BNG's setup timeout: look before
+            next_look = time.time() + 5
             for s in lab.controller.api("sessions")["sessions"]:
                 if s["state"] != "up":
                     setting_up[s["id"]] = lab.controller.api("session", id=s["id"])

@@ -107,6 +107,16 @@ def deliver(mgr: SessionManager, frame: bytes) -> None:
         mgr.on_ppp_control(ACCESS_PORT, line.line_id if line and line.installed else 0, frame)
 
 
+async def padr_of(mgr: SessionManager, sw: FakeSwitch, cpe: ScriptedCpe) -> bytes:
+    """The CPE's PADI answered: its PADR, not yet delivered (for tests
+    that lose or repeat it)."""
+    mgr.on_discovery(ACCESS_PORT, cpe.padi())
+    await asyncio.sleep(0)
+    [(pado, _)] = sw.take_sent()
+    [padr] = cpe.receive(pado)
+    return padr
+
+
 def table(sw: FakeSwitch, n: P4InfoNames, name: str):
     return sw.tables_named(n, name)
 
@@ -210,10 +220,7 @@ def test_retransmitted_padr_gets_the_same_session(tmp_path):
     async def run():
         mgr, sw, aaa, clock, n = make(tmp_path)
         cpe = ScriptedCpe(b"\x02\xcc\0\0\0\x06", BNG_MAC)
-        mgr.on_discovery(ACCESS_PORT, cpe.padi())
-        await asyncio.sleep(0)
-        [(pado, _)] = sw.take_sent()
-        [padr] = cpe.receive(pado)
+        padr = await padr_of(mgr, sw, cpe)
         mgr.on_discovery(ACCESS_PORT, padr)
         mgr.on_discovery(ACCESS_PORT, padr)         # PADS lost: the CPE sends PADR again
         for _ in range(10):
@@ -232,10 +239,7 @@ def test_padr_retransmitted_late_gives_lcp_its_full_max_configure(tmp_path):
     async def run():
         mgr, sw, aaa, clock, n = make(tmp_path)
         cpe = ScriptedCpe(b"\x02\xcc\0\0\0\x0a", BNG_MAC)
-        mgr.on_discovery(ACCESS_PORT, cpe.padi())
-        await asyncio.sleep(0)
-        [(pado, _)] = sw.take_sent()
-        [padr] = cpe.receive(pado)
+        padr = await padr_of(mgr, sw, cpe)
         mgr.on_discovery(ACCESS_PORT, padr)
         for _ in range(10):
             await asyncio.sleep(0)
