@@ -117,20 +117,22 @@ def entries(role: str, n: int, entry) -> list:
     if role == "lns_up":
         ups.append(entry("local_ipv4", {"addr": BNG_IP}, "set_local", {}))
     for i in range(n):
-        sess = {"line_id": LINE_ID, "session_id": i + 1, "src_mac": client_mac(i)}
+        sess = {"port": PORT, "s_vid": 0, "c_vid": 0, "session_id": i + 1, "src_mac": client_mac(i)}
         down_pppoe = {"sess_idx": i + 1, "port": PORT, "client_mac": client_mac(i), "bng_mac": BNG_MAC,
                       "s_tpid": 0x8100, "s_vid": 0, "c_vid": 0, "pppoe_session_id": i + 1}
         l2tp = {"local_ip": BNG_IP, "peer_ip": PEER_IP, "tunnel_id": LOCAL_TUNNEL, "session_id": i + 1}
         if role == "pppoe_up":
             ups.append(entry("pppoe_up_v4", {**sess, "src_ipv4": client_ip(i)}, "pppoe_term",
-                             {"sess_idx": i + 1, "mss_clamp": 0}))
-            ups.append(entry("pppoe_session", sess, "pppoe_term", {"sess_idx": i + 1, "mss_clamp": 0}))
+                             {"sess_idx": i + 1, "mss_clamp": 0, "line_id": LINE_ID}))
+            ups.append(entry("pppoe_session", sess, "pppoe_term",
+                             {"sess_idx": i + 1, "mss_clamp": 0, "line_id": LINE_ID}))
         elif role == "pppoe_down":
             ups.append(entry("ipv4_session", {"dst_ipv4": client_ip(i)}, "to_pppoe",
                              {**down_pppoe, "mss_clamp": 0}))
         elif role == "lac_up":
             ups.append(entry("pppoe_session", sess, "pppoe_lac",
-                             {"sess_idx": i + 1, "tunnel_idx": TUNNEL_IDX, "peer_session_id": i + 1}))
+                             {"sess_idx": i + 1, "tunnel_idx": TUNNEL_IDX, "peer_session_id": i + 1,
+                              "line_id": LINE_ID}))
         elif role == "lac_down":
             ups.append(entry("l2tp_session", l2tp, "lac_to_pppoe", down_pppoe))
         elif role == "lns_up":

@@ -216,10 +216,12 @@ class BngTest(BaseTest):
         s-tag's TPID defaults to what vlan_layers() puts on the line."""
         if s_tpid is None:
             s_tpid = 0x88a8 if c_vid else 0x8100
-        common = {"line_id": line_id, "session_id": session_id, "src_mac": mac_int(client_mac)}
+        common = {"port": port, "s_vid": s_vid, "c_vid": c_vid, "session_id": session_id,
+                  "src_mac": mac_int(client_mac)}
         self.insert("pppoe_up_v4", {**common, "src_ipv4": ip_int(client_ip)}, "pppoe_term",
-                    sess_idx=sess_idx, mss_clamp=mss)
-        self.insert("pppoe_session", common, "pppoe_term", sess_idx=sess_idx, mss_clamp=mss)
+                    sess_idx=sess_idx, mss_clamp=mss, line_id=line_id)
+        self.insert("pppoe_session", common, "pppoe_term", sess_idx=sess_idx, mss_clamp=mss,
+                    line_id=line_id)
         self.insert("ipv4_session", {"dst_ipv4": ip_int(client_ip)}, "to_pppoe",
                     sess_idx=sess_idx, port=port, client_mac=mac_int(client_mac),
                     bng_mac=mac_int(BNG_MAC), s_tpid=s_tpid, s_vid=s_vid, c_vid=c_vid,

@@ -29,9 +29,10 @@ class LacTest(BngTest):
         controller installs it when the LNS role is off."""
         self.install_line(line_id=line_id, s_vid=s_vid, c_vid=c_vid)
         self.install_tunnel(tunnel_idx=3, peer_tunnel_id=PEER_TUNNEL, local_action="set_local_no_lns")
-        self.insert("pppoe_session", {"line_id": line_id, "session_id": SESSION_ID,
-                                      "src_mac": mac_int(CLIENT_MAC)},
-                    "pppoe_lac", sess_idx=SESS_IDX, tunnel_idx=3, peer_session_id=PEER_SESSION)
+        self.insert("pppoe_session", {"port": ACCESS1, "s_vid": s_vid, "c_vid": c_vid,
+                                      "session_id": SESSION_ID, "src_mac": mac_int(CLIENT_MAC)},
+                    "pppoe_lac", sess_idx=SESS_IDX, tunnel_idx=3, peer_session_id=PEER_SESSION,
+                    line_id=line_id)
         self.insert("l2tp_session", L2TP_KEY, "lac_to_pppoe", sess_idx=SESS_IDX, port=ACCESS1,
                     client_mac=mac_int(CLIENT_MAC), bng_mac=mac_int(BNG_MAC), s_tpid=0x88a8, s_vid=s_vid,
                     c_vid=c_vid, pppoe_session_id=SESSION_ID)

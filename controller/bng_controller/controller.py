@@ -333,7 +333,7 @@ class BngController:
             if e.table_id != sid_table:
                 continue
             m = self.tables.b.match_values(e)
-            line = self.sessions.lines.by_id.get(m["line_id"])
+            line = self.sessions.lines.get(m["port"], m["s_vid"], m["c_vid"])
             if line is None:
                 continue
             l2 = pppoe.L2Header(dst=m["src_mac"].to_bytes(6, "big"), src=self.cfg.bng_mac, s_vid=line.s_vid,

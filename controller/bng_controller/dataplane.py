@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ipaddress
 from dataclasses import dataclass
+from typing import Protocol
 
 from p4.v1 import p4runtime_pb2 as p4r
 
@@ -35,6 +36,16 @@ class PppoeTarget:
     s_vid: int
     c_vid: int
     session_id: int
+
+
+class SubscriberLine(Protocol):
+    """A subscriber line as the PPPoE session tables key it: the port and
+    VLAN ids themselves (so that session traffic needs no line_map lookup),
+    and the line id the session's entry hands to its packet-ins."""
+    port: int
+    s_vid: int
+    c_vid: int
+    line_id: int
 
 
 def prefix64(net: ipaddress.IPv6Network) -> list[int]:
@@ -107,21 +118,28 @@ class BngTables:
                                   "set_line", {"line_id": line_id})
 
     # ---- PPPoE sessions ----
-    def pppoe_session(self, line_id: int, session_id: int, client_mac: int, sess_idx: int,
+    @staticmethod
+    def _pppoe_key(line: SubscriberLine, session_id: int, client_mac: int) -> dict[str, int]:
+        """A PPPoE session as pppoe_session and pppoe_up_v4 key it."""
+        return {"port": line.port, "s_vid": line.s_vid, "c_vid": line.c_vid, "session_id": session_id,
+                "src_mac": client_mac}
+
+    def pppoe_session(self, line: SubscriberLine, session_id: int, client_mac: int, sess_idx: int,
                       mss_clamp: int) -> p4r.TableEntry:
         """The session itself: upstream PPP control and IPv6 are accepted
         from (line, session id, MAC)."""
-        return self.b.table_entry("pppoe_session",
-                                  {"line_id": line_id, "session_id": session_id, "src_mac": client_mac},
-                                  "pppoe_term", {"sess_idx": sess_idx, "mss_clamp": mss_clamp})
+        return self.b.table_entry("pppoe_session", self._pppoe_key(line, session_id, client_mac),
+                                  "pppoe_term", {"sess_idx": sess_idx, "mss_clamp": mss_clamp,
+                                                 "line_id": line.line_id})
 
-    def pppoe_ipv4(self, line_id: int, session_id: int, client_mac: int, addr: ipaddress.IPv4Address,
+    def pppoe_ipv4(self, line: SubscriberLine, session_id: int, client_mac: int, addr: ipaddress.IPv4Address,
                    sess_idx: int, mss_clamp: int, down: PppoeTarget) -> list[p4r.TableEntry]:
         """Upstream fast path with the anti-spoof check, and the /32 down."""
         b = self.b
-        return [b.table_entry("pppoe_up_v4", {"line_id": line_id, "session_id": session_id,
-                                              "src_mac": client_mac, "src_ipv4": int(addr)},
-                              "pppoe_term", {"sess_idx": sess_idx, "mss_clamp": mss_clamp}),
+        return [b.table_entry("pppoe_up_v4", {**self._pppoe_key(line, session_id, client_mac),
+                                              "src_ipv4": int(addr)},
+                              "pppoe_term", {"sess_idx": sess_idx, "mss_clamp": mss_clamp,
+                                             "line_id": line.line_id}),
                 b.table_entry("ipv4_session", {"dst_ipv4": int(addr)}, "to_pppoe",
                               self._to_pppoe(sess_idx, down, mss_clamp))]
 
@@ -156,17 +174,16 @@ class BngTables:
                                    "peer_tunnel_id": peer_tunnel_id, "peer_port": peer_port,
                                    "nexthop_id": nexthop_id})
 
-    def lac_session(self, line_id: int, session_id: int, client_mac: int, sess_idx: int,
+    def lac_session(self, line: SubscriberLine, session_id: int, client_mac: int, sess_idx: int,
                     tunnel_idx: int, peer_session_id: int, local_ip: ipaddress.IPv4Address,
                     peer_ip: ipaddress.IPv4Address, local_tunnel_id: int, local_session_id: int,
                     down: PppoeTarget) -> list[p4r.TableEntry]:
         """A PPPoE session switched into an L2TP session: PPPoE -> L2TP up,
         L2TP -> PPPoE down."""
         b = self.b
-        return [b.table_entry("pppoe_session",
-                              {"line_id": line_id, "session_id": session_id, "src_mac": client_mac},
+        return [b.table_entry("pppoe_session", self._pppoe_key(line, session_id, client_mac),
                               "pppoe_lac", {"sess_idx": sess_idx, "tunnel_idx": tunnel_idx,
-                                            "peer_session_id": peer_session_id}),
+                                            "peer_session_id": peer_session_id, "line_id": line.line_id}),
                 b.table_entry("l2tp_session", self._l2tp_key(local_ip, peer_ip, local_tunnel_id,
                                                               local_session_id),
                               "lac_to_pppoe", {k: v for k, v in self._to_pppoe(sess_idx, down, 0).items()

@@ -94,12 +94,12 @@ class PppoeTransport:
                            s_vid=self.line.s_vid, c_vid=self.line.c_vid, session_id=self.session_id)
 
     def session_entries(self, tables: BngTables, sess_idx: int, mss: int) -> list[p4r.TableEntry]:
-        return [tables.pppoe_session(self.line.line_id, self.session_id,
+        return [tables.pppoe_session(self.line, self.session_id,
                                      int.from_bytes(self.client_mac, "big"), sess_idx, mss)]
 
     def ipv4_entries(self, tables: BngTables, sess_idx: int, addr: ipaddress.IPv4Address,
                      mss: int) -> list[p4r.TableEntry]:
-        return tables.pppoe_ipv4(self.line.line_id, self.session_id, int.from_bytes(self.client_mac, "big"),
+        return tables.pppoe_ipv4(self.line, self.session_id, int.from_bytes(self.client_mac, "big"),
                                  addr, sess_idx, mss, self.target())
 
     def ipv6_entries(self, tables: BngTables, sess_idx: int, prefix: ipaddress.IPv6Network,

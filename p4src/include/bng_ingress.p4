@@ -83,7 +83,10 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
 
     /* (port, s-tag, c-tag) -> line. Untagged lines use VLAN ids 0; a
      * single tag is the s-tag. Unknown lines still punt discovery (line 0)
-     * so the controller can create lines on demand. */
+     * so the controller can create lines on demand. Looked up only for
+     * frames no session entry claims (discovery, PPP of sessions being set
+     * up): the session tables key on (port, s-tag, c-tag) themselves and
+     * carry their line id, so session traffic takes one lookup, not two. */
     table line_map {
         key = {
             meta.in_port : exact @name("port");
@@ -97,22 +100,29 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
 
     /* ---- PPPoE sessions (upstream) --------------------------------------- */
 
-    action pppoe_term(sess_idx_t sess_idx, bit<16> mss_clamp) {
+    /* line_id: the session's line, for the packet_in of what it punts. */
+    action pppoe_term(sess_idx_t sess_idx, bit<16> mss_clamp, line_id_t line_id) {
         meta.sess_idx = sess_idx;
         meta.mss_clamp = mss_clamp;
+        meta.line_id = line_id;
     }
 
-    action pppoe_lac(sess_idx_t sess_idx, tunnel_idx_t tunnel_idx, bit<16> peer_session_id) {
+    action pppoe_lac(sess_idx_t sess_idx, tunnel_idx_t tunnel_idx, bit<16> peer_session_id,
+                     line_id_t line_id) {
         meta.sess_idx = sess_idx;
         meta.tunnel_idx = tunnel_idx;
         meta.peer_session_id = peer_session_id;
+        meta.line_id = line_id;
     }
 
     /* The upstream fast path and the IPv4 anti-spoof check in one lookup:
-     * (line, session id, client MAC, client IPv4) of a terminated session. */
+     * (line, session id, client MAC, client IPv4) of a terminated session,
+     * the line as line_map keys it. */
     table pppoe_up_v4 {
         key = {
-            meta.line_id    : exact @name("line_id");
+            meta.in_port    : exact @name("port");
+            meta.s_vid      : exact @name("s_vid");
+            meta.c_vid      : exact @name("c_vid");
             meta.session_id : exact @name("session_id");
             meta.src_mac    : exact @name("src_mac");
             meta.src_ipv4   : exact @name("src_ipv4");
@@ -126,7 +136,9 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
      * switched to an L2TP tunnel (LAC). */
     table pppoe_session {
         key = {
-            meta.line_id    : exact @name("line_id");
+            meta.in_port    : exact @name("port");
+            meta.s_vid      : exact @name("s_vid");
+            meta.c_vid      : exact @name("c_vid");
             meta.session_id : exact @name("session_id");
             meta.src_mac    : exact @name("src_mac");
         }
@@ -274,11 +286,11 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
      * id, local session id, client IPv4) of a terminated session. */
     table l2tp_up_v4 {
         key = {
+            meta.src_ipv4   : exact @name("src_ipv4");
             meta.local_ip   : exact @name("local_ip");
             meta.peer_ip    : exact @name("peer_ip");
             meta.tunnel_id  : exact @name("tunnel_id");
             meta.l2tp_session_id : exact @name("session_id");
-            meta.src_ipv4   : exact @name("src_ipv4");
         }
         actions = { lns_term; @defaultonly NoAction; }
         const default_action = NoAction();
@@ -389,7 +401,6 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
             drop_for(DropReason_t.MALFORMED);          /* truncated */
         } else if (hdr.pppoe.isValid()) {
             /* ---- access side: PPPoE ---- */
-            line_map.apply();
             meta.sess_bytes = meta.claim_len - 2;        /* PPP payload */
             meta.claim_len = meta.claim_len + 6;
             meta.claim_len = meta.claim_len + meta.l2_len;  /* frame bytes PPPoE claims */
@@ -404,8 +415,6 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
                        || hdr.pppoe.session_id == 0 || hdr.pppoe.length < 2
                        || BNG_PAST_FRAME(meta.claim_len)) {
                 drop_for(DropReason_t.MALFORMED);
-            } else if (meta.line_id == 0) {
-                drop_for(DropReason_t.UNKNOWN_LINE);
             } else {
                 meta.direction = Direction_t.UPSTREAM;
                 if (hdr.inner_ipv4.isValid()) {
@@ -419,6 +428,12 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
                         pppoe_lac: { kind = KIND_LAC; }
                     }
                 }
+            }
+            if (kind == KIND_NONE && meta.drop_reason == DropReason_t.NONE) {
+                line_map.apply();           /* a session's entry gave its line */
+            }
+            /* session frames (discovery and malformed ones were decided above) */
+            if (meta.direction == Direction_t.UPSTREAM) {
                 if (kind == KIND_LAC) {
                     meta.job = JOB_LAC_UP;
                 } else if (kind == KIND_TERM_V4) {
@@ -444,14 +459,14 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
                     } else {
                         punt_for(PuntReason_t.PPP_CONTROL);
                     }
-                } else {
+                } else if (meta.line_id == 0) {
+                    drop_for(DropReason_t.UNKNOWN_LINE);
+                } else if (hdr.ppp.protocol == PPP_IPV4 || hdr.ppp.protocol == PPP_IPV6) {
                     /* No session yet: LCP/auth/NCP of a session being set up
                      * go to the controller, data is dropped. */
-                    if (hdr.ppp.protocol == PPP_IPV4 || hdr.ppp.protocol == PPP_IPV6) {
-                        drop_for(DropReason_t.NO_SESSION);
-                    } else {
-                        punt_for(PuntReason_t.PPP_CONTROL);
-                    }
+                    drop_for(DropReason_t.NO_SESSION);
+                } else {
+                    punt_for(PuntReason_t.PPP_CONTROL);
                 }
             }
         } else if (hdr.arp.isValid()) {

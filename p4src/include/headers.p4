@@ -227,24 +227,25 @@ struct bng_meta_t {
     bit<8> ipv6_class;        /* of the last IPv6 header: IPV6_* below */
 
     /* lookup keys, in the order the tables need them adjacent:
-     * my_station (dst_mac, in_port), line_map (in_port, s_vid, c_vid) */
+     * my_station (dst_mac, in_port), line_map (in_port, s_vid, c_vid),
+     * pppoe_session (in_port, s_vid, c_vid, session_id, src_mac),
+     * pppoe_up_v4 (the same + src_ipv4), l2tp_up_v4 (src_ipv4, local_ip,
+     * peer_ip, tunnel_id, l2tp_session_id), l2tp_session (local_ip ..
+     * l2tp_session_id): src_ipv4 sits between the PPPoE and the L2TP keys,
+     * so the L2TP session id has a field of its own. ipv6_antispoof
+     * (sess_idx, src_v6_hi) */
     bit<48> dst_mac;
     port_t in_port;           /* set by the top */
     bit<16> s_vid;            /* received outer VLAN id; downstream: to push */
     bit<16> c_vid;
-    /* l2tp_session (local_ip, peer_ip, tunnel_id, l2tp_session_id),
-     * l2tp_up_v4 (+ src_ipv4), pppoe_up_v4 (src_ipv4, line_id, src_mac,
-     * session_id), pppoe_session (line_id, src_mac, session_id): src_ipv4
-     * sits between the L2TP and the PPPoE keys, so the L2TP session id has
-     * a field of its own. ipv6_antispoof (sess_idx, src_v6_hi) */
+    bit<16> session_id;       /* PPPoE session id or L2TP session id (packet_in) */
+    bit<48> src_mac;
+    bit<32> src_ipv4;         /* subscriber IPv4 source (IP in PPP) */
     bit<32> local_ip;         /* outer IPv4 destination, or ARP target (local_ipv4) */
     bit<32> peer_ip;          /* outer IPv4 source */
     bit<16> tunnel_id;        /* L2TP tunnel id */
     bit<16> l2tp_session_id;  /* L2TP session id */
-    bit<32> src_ipv4;         /* subscriber IPv4 source (IP in PPP) */
-    line_id_t line_id;
-    bit<48> src_mac;
-    bit<16> session_id;       /* PPPoE session id or L2TP session id (packet_in) */
+    line_id_t line_id;        /* line_map, or the session's own entry */
     sess_idx_t sess_idx;      /* 0: no session counters/meters */
     bit<64> src_v6_hi;        /* subscriber IPv6 source /64 (IP in PPP) */
 

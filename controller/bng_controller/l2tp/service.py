@@ -568,7 +568,7 @@ class L2tpService:
         await self._install_tunnel(t)
         tr = sub.transport
         entries = self.ctl.tables.lac_session(
-            tr.line.line_id, tr.session_id, int.from_bytes(tr.client_mac, "big"), sub.sess_idx, d.tunnel_idx,
+            tr.line, tr.session_id, int.from_bytes(tr.client_mac, "big"), sub.sess_idx, d.tunnel_idx,
             s.peer_id, self.cfg.local_address, IPv4(t.peer[0]), t.local_id, s.local_id, tr.target())
         sub.installed["lac"] = entries
         sub.lac = call                         # from here on its PPP is the LNS's
