@@ -107,7 +107,9 @@ def entries(role: str, n: int, entry) -> list:
     if role in ("pppoe_up", "lac_up"):
         ups.append(entry("line_map", {"port": PORT, "s_vid": 0, "c_vid": 0}, "set_line", {"line_id": LINE_ID}))
     if role in ("pppoe_up", "lns_up"):
-        ups.append(entry("fib_v4", {}, "set_nexthop", {"nexthop_id": NEXTHOP}))     # default route
+        # the default route, its next hop resolved (as the controller installs it)
+        ups.append(entry("fib_v4", {}, "set_nexthop_l2",
+                         {"port": PORT, "smac": BNG_MAC, "dmac": CORE_MAC, "vid": 0}))
     if role in ("lac_up", "lns_down"):
         ups.append(entry("l2tp_tunnel", {"tunnel_idx": TUNNEL_IDX}, "set_tunnel",
                          {"local_ip": BNG_IP, "peer_ip": PEER_IP, "peer_tunnel_id": PEER_TUNNEL,

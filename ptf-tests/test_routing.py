@@ -6,7 +6,7 @@ wildcard tables, and exact tables on one small id (nexthop) as arrays with
 DPDK's exact type beside them for ids beyond the table's size; this checks
 what routing must do, whichever structure answers."""
 from scapy.layers.inet import IP, UDP
-from scapy.layers.l2 import Ether
+from scapy.layers.l2 import Dot1Q, Ether
 from scapy.packet import Raw
 
 from bng_base import BNG_MAC, CORE1, CORE2, CORE_ROUTER_MAC, PEER_MAC, BngTest, ip_int, mac_int, routed_ipv4
@@ -76,3 +76,26 @@ class NexthopIds(BngTest):
         self.client.delete(hops[last])
         check_no_route(self, "203.0.113.5")
         check_routed(self, "192.0.2.200", CORE1, CORE_ROUTER_MAC)
+
+
+class FibRouteCarriesNextHop(BngTest):
+    """A route with its next hop's L2 rewrite in the entry (set_nexthop_l2,
+    what the controller installs once the next hop is resolved) forwards
+    without any nexthop entry, pushes its VLAN, and follows a modify; turned
+    back into set_nexthop of an id with no entry it drops as NO_ROUTE."""
+    def runTest(self):
+        self.install_core_route()                          # 0/0 -> nexthop 1 (CORE1)
+        key = {"dst_ipv4": (ip_int("203.0.113.0"), 24)}
+        self.insert("fib_v4", key, "set_nexthop_l2", port=CORE2, smac=mac_int(BNG_MAC),
+                    dmac=mac_int(PEER_MAC), vid=0)
+        check_routed(self, "203.0.113.5", CORE2, PEER_MAC)
+        self.client.modify(self.client.table_entry("fib_v4", key, "set_nexthop_l2",
+                                                   {"port": CORE1, "smac": mac_int(BNG_MAC),
+                                                    "dmac": mac_int("02:ee:00:00:00:97"), "vid": 300}))
+        ip = IP(src="192.0.2.9", dst="203.0.113.5", ttl=9) / UDP(sport=1, dport=2) / Raw(b"v" * 18)
+        self.send(CORE1, Ether(src=CORE_ROUTER_MAC, dst=BNG_MAC) / ip)
+        self.expect(Ether(src=BNG_MAC, dst="02:ee:00:00:00:97", type=0x8100) / Dot1Q(vlan=300, type=0x0800)
+                    / routed_ipv4(ip), CORE1)
+        self.client.modify(self.client.table_entry("fib_v4", key, "set_nexthop", {"nexthop_id": 7}))
+        check_no_route(self, "203.0.113.5")
+        check_routed(self, "198.51.100.1", CORE1, CORE_ROUTER_MAC)

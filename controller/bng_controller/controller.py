@@ -22,9 +22,7 @@ import ipaddress
 import json
 import logging
 import os
-import random
 import time
-from pathlib import Path
 
 from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2
@@ -34,7 +32,7 @@ from . import icmp
 from .aaa.base import AaaBackend, TerminateCause
 from .arp import ArpAgent, Neighbor
 from .config import ControllerConfig
-from .dataplane import BngTables
+from .dataplane import BngTables, NextHopL2
 from .ipv6.responder import Ipv6Responder
 from .ip_pool import PoolSet
 from .lines import IndexAllocator
@@ -186,10 +184,35 @@ class BngController:
         if self.ready.is_set():
             asyncio.get_running_loop().create_task(self._write_nexthop(n))
 
+    def _nexthop_l2(self, n: Neighbor) -> NextHopL2:
+        return NextHopL2(port=n.port, smac=int.from_bytes(self.cfg.bng_mac, "big"),
+                         dmac=int.from_bytes(n.mac or b"\0" * 6, "big"), vid=n.vlan)
+
+    def _ipv4_routes(self) -> list[tuple[ipaddress.IPv4Network, ipaddress.IPv4Address]]:
+        """The configured IPv4 routes (the default via the first core
+        gateway, then the static ones) and their next hops."""
+        out = []
+        for c in self.cfg.core:
+            if c.gateway is not None:
+                out.append((ipaddress.IPv4Network("0.0.0.0/0"), c.gateway))
+                break
+        out += [(r.prefix, r.via) for r in self.cfg.routes]
+        return out
+
+    def _route_entries_v4(self, via: ipaddress.IPv4Address | None = None) -> list[p4r.TableEntry]:
+        """fib_v4 entries of the configured routes (those via one next hop,
+        if given), each carrying its next hop's L2 rewrite once resolved."""
+        out = []
+        for net, gw in self._ipv4_routes():
+            if via is None or gw == via:
+                n = self.arp.neighbors[gw]
+                out.append(self.tables.route_v4(net, self.nexthops[gw],
+                                                self._nexthop_l2(n) if n.mac is not None else None))
+        return out
+
     async def _write_nexthop(self, n: Neighbor) -> None:
         nh = self.nexthops[n.addr]
-        entry = self.tables.nexthop(nh, n.port, int.from_bytes(self.cfg.bng_mac, "big"),
-                                    int.from_bytes(n.mac or b"\0" * 6, "big"), n.vlan)
+        entry = self.tables.nexthop(nh, self._nexthop_l2(n))
         installed = nh in self._nexthops_installed
         if n.mac is None:
             updates = deletes([entry]) if installed else []
@@ -197,6 +220,8 @@ class BngController:
         else:
             updates = modifies([entry]) if installed else inserts([entry])
             self._nexthops_installed.add(nh)
+        if n.addr.version == 4:
+            updates += modifies(self._route_entries_v4(via=n.addr))
         errors = await self.switch.write(updates)
         if errors:
             log.error("next hop %s: %s", n.addr, errors[0].message)
@@ -231,12 +256,7 @@ class BngController:
         for pool in self.cfg.pools:
             for net in pool.prefixes:
                 out.append(t.route_v4(net, 0))            # blackhole: unused pool addresses
-        for c in self.cfg.core:
-            if c.gateway is not None:
-                out.append(t.route_v4(ipaddress.IPv4Network("0.0.0.0/0"), self.nexthops[c.gateway]))
-                break
-        for r in self.cfg.routes:
-            out.append(t.route_v4(r.prefix, self.nexthops[r.via]))
+        out += self._route_entries_v4()
         if self.ipv6 is not None:
             for c in self.cfg.core:
                 if c.gateway6 is not None:
@@ -249,7 +269,7 @@ class BngController:
         for addr, nh in self.nexthops.items():
             n = self.arp.neighbors[addr] if addr.version == 4 else self.ipv6.nd.neighbors[addr]
             if n.mac is not None:
-                out.append(t.nexthop(nh, n.port, mac, int.from_bytes(n.mac, "big"), n.vlan))
+                out.append(t.nexthop(nh, self._nexthop_l2(n)))
                 self._nexthops_installed.add(nh)
         for line in self.sessions.lines.by_id.values():
             if line.installed:

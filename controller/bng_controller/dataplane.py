@@ -38,6 +38,15 @@ class PppoeTarget:
     session_id: int
 
 
+@dataclass(frozen=True)
+class NextHopL2:
+    """A resolved next hop as nexthop's set_l2 writes it."""
+    port: int
+    smac: int
+    dmac: int
+    vid: int = 0
+
+
 class SubscriberLine(Protocol):
     """A subscriber line as the PPPoE session tables key it: the port and
     VLAN ids themselves (so that session traffic needs no line_map lookup),
@@ -97,15 +106,23 @@ class BngTables:
         return self.b.table_entry("local_ipv6", {"addr_hi": v >> 64, "addr_lo": v & ((1 << 64) - 1)},
                                   "set_local")
 
-    def nexthop(self, nexthop_id: int, port: int, smac: int, dmac: int, vid: int = 0) -> p4r.TableEntry:
+    def nexthop(self, nexthop_id: int, l2: NextHopL2) -> p4r.TableEntry:
         return self.b.table_entry("nexthop", {"nexthop_id": nexthop_id}, "set_l2",
-                                  {"port": port, "smac": smac, "dmac": dmac, "vid": vid})
+                                  {"port": l2.port, "smac": l2.smac, "dmac": l2.dmac, "vid": l2.vid})
 
-    def route_v4(self, net: ipaddress.IPv4Network, nexthop_id: int) -> p4r.TableEntry:
+    def route_v4(self, net: ipaddress.IPv4Network, nexthop_id: int,
+                 resolved: NextHopL2 | None = None) -> p4r.TableEntry:
         """nexthop_id 0 blackholes the prefix (subscriber pools: an unused
-        address must not bounce back to the default route)."""
-        return self.b.table_entry("fib_v4", {"dst_ipv4": (int(net.network_address), net.prefixlen)},
-                                  "set_nexthop", {"nexthop_id": nexthop_id})
+        address must not bounce back to the default route). With the next
+        hop resolved the route carries its L2 rewrite (set_nexthop_l2), so
+        routed packets skip the nexthop lookup; the caller rewrites the route
+        when the next hop changes."""
+        key = {"dst_ipv4": (int(net.network_address), net.prefixlen)}
+        if resolved is not None and nexthop_id != 0:
+            return self.b.table_entry("fib_v4", key, "set_nexthop_l2",
+                                      {"port": resolved.port, "smac": resolved.smac,
+                                       "dmac": resolved.dmac, "vid": resolved.vid})
+        return self.b.table_entry("fib_v4", key, "set_nexthop", {"nexthop_id": nexthop_id})
 
     def route_v6(self, net: ipaddress.IPv6Network, nexthop_id: int) -> p4r.TableEntry:
         hi = int(net.network_address) >> 64

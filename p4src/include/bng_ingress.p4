@@ -341,10 +341,21 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
         meta.nexthop_id = 0;
     }
 
+    /* A route whose next hop is resolved, with what nexthop's set_l2 would
+     * write: routed IPv4 then takes one lookup, not two. The controller
+     * keeps it in step with the next hop (set_nexthop while unresolved). */
+    action set_nexthop_l2(port_t port, bit<48> smac, bit<48> dmac, bit<16> vid) {
+        BNG_SET_OUTPUT_PORT(port);
+        hdr.ethernet.src_addr = smac;
+        hdr.ethernet.dst_addr = dmac;
+        meta.s_vid = vid;
+        meta.nexthop_id = NEXTHOP_IN_ROUTE;
+    }
+
     /* set_local: a /32 of one of the BNG's addresses (see local_ipv4). */
     table fib_v4 {
         key = { meta.lookup_ipv4 : lpm @name("dst_ipv4"); }
-        actions = { set_nexthop; set_local; @defaultonly no_route; }
+        actions = { set_nexthop; set_nexthop_l2; set_local; @defaultonly no_route; }
         const default_action = no_route();
         size = BNG_FIB_SIZE;
     }
@@ -780,15 +791,21 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
             meta.verdict = Verdict_t.FORWARD;
         }
 
-        /* Routed and tunnelled packets: next hop (its action writes the
-         * MACs and the VLAN to push into meta.s_vid). */
+        /* Routed and tunnelled packets: next hop (its action, or the
+         * route's set_nexthop_l2, writes the MACs and the VLAN to push into
+         * meta.s_vid). */
         if (meta.job == JOB_ROUTE_UP_V4 || meta.job == JOB_ROUTE_V4
             || meta.job == JOB_ROUTE_UP_V6 || meta.job == JOB_ROUTE_V6
             || meta.job == JOB_LAC_UP || meta.job == JOB_LNS_DOWN_V4
             || meta.job == JOB_LNS_DOWN_V6) {
+            if (meta.nexthop_id != 0 && meta.nexthop_id != NEXTHOP_IN_ROUTE) {
+                if (!nexthop.apply().hit) {
+                    meta.nexthop_id = 0;                /* not resolved */
+                }
+            }
             if (meta.nexthop_id == 0) {
                 drop_for(DropReason_t.NO_ROUTE);
-            } else if (nexthop.apply().hit) {
+            } else {
                 hdr.c_tag.setInvalid();
                 if (meta.s_vid != 0) {
                     hdr.s_tag.setValid();
@@ -800,8 +817,6 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
                     hdr.ethernet.ether_type = meta.l3_type;
                 }
                 meta.verdict = Verdict_t.FORWARD;
-            } else {
-                drop_for(DropReason_t.NO_ROUTE);
             }
         }
 

@@ -5,15 +5,20 @@ data that lookup; were the LNS endpoint to get it, its subscribers' IPv4
 would all drop as SPOOFED."""
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 from pathlib import Path
 
 import pytest
+from p4.v1 import p4runtime_pb2 as p4r
 
 from bng_controller import config
 from bng_controller.aaa import make_backend
+from bng_controller.config import StaticRoute
 from bng_controller.controller import BngController
 from bng_controller.l2tp.service import L2tpService
+
+from .fake_switch import FakeSwitch
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -44,3 +49,61 @@ def test_only_the_lns_endpoint_looks_up_l2tp_up_v4(role, tmp_path):
     for addr, action in actions.items():
         assert action == ("set_local" if addr in lns else "set_local_no_lns"), addr
     assert lns <= set(actions)
+
+
+def fib_v4_routes(ctl: BngController, entries) -> dict[ipaddress.IPv4Network, tuple[str, dict]]:
+    table_id = ctl.tables.table_id("fib_v4")
+    out = {}
+    for e in entries:
+        if e.table_id == table_id:
+            if e.match:
+                lpm = e.match[0].lpm
+                net = ipaddress.IPv4Network((int.from_bytes(lpm.value, "big"), lpm.prefix_len))
+            else:                                   # P4Runtime leaves out a /0 match
+                net = ipaddress.IPv4Network("0.0.0.0/0")
+            out[net] = ctl.tables.b.action_params(e)
+    return out
+
+
+def test_resolved_routes_carry_their_next_hops_l2(tmp_path):
+    """A route's entry carries its next hop's port and MACs once ARP has
+    resolved it (set_nexthop_l2: routed packets skip the nexthop lookup),
+    is rewritten when the MAC changes, and points at the next hop id again
+    (set_nexthop, which drops as NO_ROUTE) when it ages out. Routes via
+    other next hops are left alone."""
+    cfg = config.load(ROOT / "configs" / "controller" / "pppoe.yaml")
+    cfg.state_dir = str(tmp_path)
+    cfg.aaa["local"]["accounting_file"] = str(tmp_path / "accounting.jsonl")
+    cfg.aaa["local"]["subscribers"] = str(ROOT / cfg.aaa["local"]["subscribers"])
+    other = ipaddress.IPv4Network("198.51.100.0/24")
+    cfg.routes.append(StaticRoute(other, ipaddress.IPv4Address("100.64.0.253")))
+    ctl = BngController(cfg, make_backend(cfg.aaa))
+    gw = cfg.core[0].gateway
+    default = ipaddress.IPv4Network("0.0.0.0/0")
+    bng_mac = int.from_bytes(cfg.bng_mac, "big")
+
+    routes = fib_v4_routes(ctl, ctl.infrastructure_entries())
+    assert routes[default] == ("set_nexthop", {"nexthop_id": ctl.nexthops[gw]})
+    assert routes[other][0] == "set_nexthop"
+
+    async def run():
+        sw = FakeSwitch()
+        ctl.switch = sw
+        for e in ctl.infrastructure_entries():
+            await sw.write([p4r.Update(type=p4r.Update.INSERT, entity=p4r.Entity(table_entry=e))])
+        n = ctl.arp.neighbors[gw]
+        for mac in ("02:ee:00:00:00:01", "02:ee:00:00:00:02"):
+            n.mac = bytes.fromhex(mac.replace(":", ""))
+            await ctl._write_nexthop(n)
+            routes = fib_v4_routes(ctl, sw.entries.values())
+            assert routes[default] == ("set_nexthop_l2", {"port": cfg.core[0].port, "smac": bng_mac,
+                                                          "dmac": int.from_bytes(n.mac, "big"), "vid": 0})
+            assert routes[other][0] == "set_nexthop"
+            assert fib_v4_routes(ctl, ctl.infrastructure_entries()) == routes
+        n.mac = None
+        await ctl._write_nexthop(n)
+        routes = fib_v4_routes(ctl, sw.entries.values())
+        assert routes[default] == ("set_nexthop", {"nexthop_id": ctl.nexthops[gw]})
+        assert not sw.tables_named(ctl.names, "nexthop")
+
+    asyncio.run(run())
