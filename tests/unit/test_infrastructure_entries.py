@@ -2,7 +2,8 @@
 the LNS role on gets set_local, where the data plane looks LNS IPv4
 upstream up in l2tp_up_v4. Everywhere else set_local_no_lns spares L2TP
 data that lookup; were the LNS endpoint to get it, its subscribers' IPv4
-would all drop as SPOOFED."""
+would all drop as SPOOFED. And the IPv4 routes: each carries its next
+hop's L2 rewrite once ARP has resolved it."""
 from __future__ import annotations
 
 import asyncio
