@@ -111,9 +111,10 @@ def entries(role: str, n: int, entry) -> list:
         ups.append(entry("fib_v4", {}, "set_nexthop_l2",
                          {"port": PORT, "smac": BNG_MAC, "dmac": CORE_MAC, "vid": 0}))
     if role in ("lac_up", "lns_down"):
-        ups.append(entry("l2tp_tunnel", {"tunnel_idx": TUNNEL_IDX}, "set_tunnel",
+        # its next hop resolved, as the controller installs it
+        ups.append(entry("l2tp_tunnel", {"tunnel_idx": TUNNEL_IDX}, "set_tunnel_l2",
                          {"local_ip": BNG_IP, "peer_ip": PEER_IP, "peer_tunnel_id": PEER_TUNNEL,
-                          "peer_port": 1701, "nexthop_id": NEXTHOP}))
+                          "peer_port": 1701, "port": PORT, "smac": BNG_MAC, "dmac": CORE_MAC, "vid": 0}))
     if role == "lac_down":
         ups.append(entry("local_ipv4", {"addr": BNG_IP}, "set_local_no_lns", {}))
     if role == "lns_up":

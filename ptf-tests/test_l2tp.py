@@ -145,3 +145,29 @@ class LnsNegative(LnsTest):
         transit = self.l2tp_over_ip(payload, dst="198.51.100.50")
         self.send(CORE2, transit)
         self.expect(Ether(src=BNG_MAC, dst=CORE_ROUTER_MAC, type=0x0800) / routed_ipv4(transit[IP]), CORE1)
+
+
+class TunnelCarriesNextHop(LacTest):
+    """A tunnel whose entry carries its next hop's L2 rewrite
+    (set_tunnel_l2, what the controller installs once the next hop toward
+    the peer is resolved) encapsulates toward the peer with no nexthop entry
+    at all; turned back into set_tunnel of an id with no entry it drops as
+    NO_ROUTE."""
+
+    def runTest(self):
+        self.install_lac_session()
+        self.client.delete(self.client.table_entry("nexthop", {"nexthop_id": 2}, "set_l2",
+                                                   {"port": CORE2, "smac": mac_int(BNG_MAC),
+                                                    "dmac": mac_int(PEER_MAC), "vid": 0}))
+        outer = {"local_ip": ip_int(BNG_IP), "peer_ip": ip_int(PEER_IP), "peer_tunnel_id": PEER_TUNNEL,
+                 "peer_port": 1701}
+        self.client.modify(self.client.table_entry("l2tp_tunnel", {"tunnel_idx": 3}, "set_tunnel_l2",
+                                                   {**outer, "port": CORE2, "smac": mac_int(BNG_MAC),
+                                                    "dmac": mac_int(PEER_MAC), "vid": 0}))
+        ip = IP(src=CLIENT_IP, dst=INTERNET_IP) / UDP(sport=5, dport=6) / Raw(b"t" * 27)
+        frame = access_frame(self.pppoe_ip(ip), 100, 200)
+        self.send(ACCESS1, frame)
+        self.expect(tunnel_frame(l2tp_data(PEER_TUNNEL, PEER_SESSION) + b"\x00\x21" + bytes(ip)), CORE2)
+        self.client.modify(self.client.table_entry("l2tp_tunnel", {"tunnel_idx": 3}, "set_tunnel",
+                                                   {**outer, "nexthop_id": 2}))
+        self.expect_drop(ACCESS1, frame, "NO_ROUTE")

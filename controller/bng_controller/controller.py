@@ -164,19 +164,27 @@ class BngController:
                 return self.nexthops[c.gateway]
         return None
 
-    def l2_toward(self, addr: ipaddress.IPv4Address) -> tuple[int, pppoe.L2Header] | None:
-        """(port, Ethernet header) for a packet the controller sends to addr
-        through the core, or None while its next hop is unresolved."""
-        nh = self.nexthop_for(addr)
-        if nh is None:
-            return None
+    def _resolved_neighbor(self, nh: int | None) -> Neighbor | None:
+        """The IPv4 neighbor behind next hop id nh, if ARP has its MAC."""
         for a, i in self.nexthops.items():
             if i == nh and a.version == 4:
                 n = self.arp.neighbors[a]
-                if n.mac is None:
-                    return None
-                return n.port, pppoe.L2Header(dst=n.mac, src=self.cfg.bng_mac, s_vid=n.vlan)
+                return n if n.mac is not None else None
         return None
+
+    def l2_toward(self, addr: ipaddress.IPv4Address) -> tuple[int, pppoe.L2Header] | None:
+        """(port, Ethernet header) for a packet the controller sends to addr
+        through the core, or None while its next hop is unresolved."""
+        n = self._resolved_neighbor(self.nexthop_for(addr))
+        if n is None:
+            return None
+        return n.port, pppoe.L2Header(dst=n.mac, src=self.cfg.bng_mac, s_vid=n.vlan)
+
+    def resolved_nexthop(self, nh: int | None) -> NextHopL2 | None:
+        """Next hop id nh's L2 rewrite, for an entry that carries it
+        (a tunnel's), or None while it is unresolved."""
+        n = self._resolved_neighbor(nh)
+        return self._nexthop_l2(n) if n is not None else None
 
     def _neighbor_changed(self, n: Neighbor) -> None:
         """A next hop's MAC appeared, changed or aged out. Before the switch
@@ -222,6 +230,8 @@ class BngController:
             self._nexthops_installed.add(nh)
         if n.addr.version == 4:
             updates += modifies(self._route_entries_v4(via=n.addr))
+            if self.l2tp is not None:
+                updates += modifies(self.l2tp.tunnel_entries_via(nh))
         errors = await self.switch.write(updates)
         if errors:
             log.error("next hop %s: %s", n.addr, errors[0].message)

@@ -185,11 +185,18 @@ class BngTables:
                 "session_id": local_session_id}
 
     def l2tp_tunnel(self, tunnel_idx: int, local_ip: ipaddress.IPv4Address, peer_ip: ipaddress.IPv4Address,
-                    peer_tunnel_id: int, peer_port: int, nexthop_id: int) -> p4r.TableEntry:
+                    peer_tunnel_id: int, peer_port: int, nexthop_id: int,
+                    resolved: NextHopL2 | None = None) -> p4r.TableEntry:
+        """With the next hop resolved the tunnel carries its L2 rewrite
+        (set_tunnel_l2), as a route does (route_v4)."""
+        outer = {"local_ip": int(local_ip), "peer_ip": int(peer_ip), "peer_tunnel_id": peer_tunnel_id,
+                 "peer_port": peer_port}
+        if resolved is not None and nexthop_id != 0:
+            return self.b.table_entry("l2tp_tunnel", {"tunnel_idx": tunnel_idx}, "set_tunnel_l2",
+                                      {**outer, "port": resolved.port, "smac": resolved.smac,
+                                       "dmac": resolved.dmac, "vid": resolved.vid})
         return self.b.table_entry("l2tp_tunnel", {"tunnel_idx": tunnel_idx}, "set_tunnel",
-                                  {"local_ip": int(local_ip), "peer_ip": int(peer_ip),
-                                   "peer_tunnel_id": peer_tunnel_id, "peer_port": peer_port,
-                                   "nexthop_id": nexthop_id})
+                                  {**outer, "nexthop_id": nexthop_id})
 
     def lac_session(self, line: SubscriberLine, session_id: int, client_mac: int, sess_idx: int,
                     tunnel_idx: int, peer_session_id: int, local_ip: ipaddress.IPv4Address,

@@ -322,11 +322,27 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
         meta.nexthop_id = nexthop_id;
     }
 
+    /* set_tunnel with the next hop's L2 rewrite in the entry, once the next
+     * hop is resolved: tunnelled packets then skip the nexthop lookup. The
+     * controller keeps it in step with the next hop, as for fib_v4. */
+    action set_tunnel_l2(bit<32> local_ip, bit<32> peer_ip, bit<16> peer_tunnel_id,
+                         bit<16> peer_port, port_t port, bit<48> smac, bit<48> dmac, bit<16> vid) {
+        hdr.ipv4.src_addr = local_ip;
+        hdr.ipv4.dst_addr = peer_ip;
+        hdr.l2tp_ids.tunnel_id = peer_tunnel_id;
+        hdr.udp.dst_port = peer_port;
+        BNG_SET_OUTPUT_PORT(port);
+        hdr.ethernet.src_addr = smac;
+        hdr.ethernet.dst_addr = dmac;
+        meta.s_vid = vid;
+        meta.nexthop_id = NEXTHOP_INLINE;
+    }
+
     /* Tunnel -> outer header and the next hop toward the peer (resolved by
      * the controller, so tunnelled packets need no FIB lookup). */
     table l2tp_tunnel {
         key = { meta.tunnel_idx : exact @name("tunnel_idx"); }
-        actions = { set_tunnel; @defaultonly NoAction; }
+        actions = { set_tunnel; set_tunnel_l2; @defaultonly NoAction; }
         const default_action = NoAction();
         size = BNG_MAX_TUNNELS;
     }
@@ -349,7 +365,7 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
         hdr.ethernet.src_addr = smac;
         hdr.ethernet.dst_addr = dmac;
         meta.s_vid = vid;
-        meta.nexthop_id = NEXTHOP_IN_ROUTE;
+        meta.nexthop_id = NEXTHOP_INLINE;
     }
 
     /* set_local: a /32 of one of the BNG's addresses (see local_ipv4). */
@@ -792,13 +808,13 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
         }
 
         /* Routed and tunnelled packets: next hop (its action, or the
-         * route's set_nexthop_l2, writes the MACs and the VLAN to push into
+         * route's or tunnel's own, writes the MACs and the VLAN to push into
          * meta.s_vid). */
         if (meta.job == JOB_ROUTE_UP_V4 || meta.job == JOB_ROUTE_V4
             || meta.job == JOB_ROUTE_UP_V6 || meta.job == JOB_ROUTE_V6
             || meta.job == JOB_LAC_UP || meta.job == JOB_LNS_DOWN_V4
             || meta.job == JOB_LNS_DOWN_V6) {
-            if (meta.nexthop_id != 0 && meta.nexthop_id != NEXTHOP_IN_ROUTE) {
+            if (meta.nexthop_id != 0 && meta.nexthop_id != NEXTHOP_INLINE) {
                 if (!nexthop.apply().hit) {
                     meta.nexthop_id = 0;                /* not resolved */
                 }

@@ -100,9 +100,9 @@ const port_t CPU_PORT = 0;
 #define BNG_MAX_TUNNELS 4096
 #define BNG_MAX_NEXTHOPS 1024
 #define BNG_FIB_SIZE 1024
-/* meta.nexthop_id of a route that carries its next hop's L2 rewrite
- * (fib_v4's set_nexthop_l2): no next hop id is ever this large. */
-const nexthop_id_t NEXTHOP_IN_ROUTE = 0xFFFFFFFF;
+/* meta.nexthop_id of a route or tunnel whose entry carries its next hop's
+ * L2 rewrite (set_nexthop_l2, set_tunnel_l2): no next hop id is this large. */
+const nexthop_id_t NEXTHOP_INLINE = 0xFFFFFFFF;
 
 const bit<16> ETHERTYPE_IPV4 = 0x0800;
 const bit<16> ETHERTYPE_ARP = 0x0806;

@@ -2,13 +2,14 @@
 the LNS role on gets set_local, where the data plane looks LNS IPv4
 upstream up in l2tp_up_v4. Everywhere else set_local_no_lns spares L2TP
 data that lookup; were the LNS endpoint to get it, its subscribers' IPv4
-would all drop as SPOOFED. And the IPv4 routes: each carries its next
-hop's L2 rewrite once ARP has resolved it."""
+would all drop as SPOOFED. And the IPv4 routes and the L2TP tunnels: each
+carries its next hop's L2 rewrite once ARP has resolved it."""
 from __future__ import annotations
 
 import asyncio
 import ipaddress
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from p4.v1 import p4runtime_pb2 as p4r
@@ -17,7 +18,8 @@ from bng_controller import config
 from bng_controller.aaa import make_backend
 from bng_controller.config import StaticRoute
 from bng_controller.controller import BngController
-from bng_controller.l2tp.service import L2tpService
+from bng_controller.l2tp.service import L2tpService, TunnelData
+from bng_controller.l2tp.tunnel import TunnelState
 
 from .fake_switch import FakeSwitch
 
@@ -107,4 +109,46 @@ def test_resolved_routes_carry_their_next_hops_l2(tmp_path):
         assert routes[default] == ("set_nexthop", {"nexthop_id": ctl.nexthops[gw]})
         assert not sw.tables_named(ctl.names, "nexthop")
 
+    asyncio.run(run())
+
+
+def test_tunnels_carry_their_next_hops_l2(tmp_path):
+    """As routes do: an installed tunnel's l2tp_tunnel entry carries the L2
+    rewrite toward its peer (set_tunnel_l2) once ARP has resolved that next
+    hop, and goes back to set_tunnel (the next hop's id) when it ages out."""
+    cfg = config.load(ROOT / "configs" / "controller" / "lac.yaml")
+    cfg.state_dir = str(tmp_path)
+    cfg.aaa["local"]["accounting_file"] = str(tmp_path / "accounting.jsonl")
+    cfg.aaa["local"]["subscribers"] = str(ROOT / cfg.aaa["local"]["subscribers"])
+    ctl = BngController(cfg, make_backend(cfg.aaa))
+    ctl.l2tp = svc = L2tpService(ctl, cfg.l2tp)
+    peer = ipaddress.IPv4Address("100.65.0.2")                 # an LNS on the core link
+    t = SimpleNamespace(data=TunnelData(tunnel_idx=5, role="lac"), peer=(str(peer), 1701), peer_id=0x1234,
+                        state=TunnelState.ESTABLISHED, local_id=9)
+    svc.endpoint.tunnels[9] = t
+    nh = ctl.nexthop_for(peer)
+
+    def tunnel_action() -> tuple[str, dict]:
+        (e,) = sw.tables_named(ctl.names, "l2tp_tunnel")
+        return ctl.tables.b.action_params(e)
+
+    async def run():
+        await svc._install_tunnel(t)
+        name, params = tunnel_action()
+        assert name == "set_tunnel" and params["nexthop_id"] == nh
+        n = ctl.arp.neighbors[peer]
+        n.mac = bytes.fromhex("02ee00000042")
+        await ctl._write_nexthop(n)
+        name, params = tunnel_action()
+        assert name == "set_tunnel_l2"
+        assert (params["port"], params["dmac"], params["peer_ip"], params["peer_tunnel_id"]) == \
+               (n.port, 0x02ee00000042, int(peer), 0x1234)
+        assert svc.desired_entries() == sw.tables_named(ctl.names, "l2tp_tunnel")
+        n.mac = None
+        await ctl._write_nexthop(n)
+        name, params = tunnel_action()
+        assert name == "set_tunnel" and params["nexthop_id"] == nh
+
+    sw = FakeSwitch()
+    ctl.switch = sw
     asyncio.run(run())

@@ -330,7 +330,14 @@ class L2tpService:
         d: TunnelData = t.data
         peer_ip = IPv4(t.peer[0])
         nh = self.ctl.nexthop_for(peer_ip) or 0
-        return self.ctl.tables.l2tp_tunnel(d.tunnel_idx, IPv4(self.local[0]), peer_ip, t.peer_id, t.peer[1], nh)
+        return self.ctl.tables.l2tp_tunnel(d.tunnel_idx, IPv4(self.local[0]), peer_ip, t.peer_id, t.peer[1], nh,
+                                           self.ctl.resolved_nexthop(nh))
+
+    def tunnel_entries_via(self, nh: int) -> list:
+        """The installed tunnels' entries whose next hop is nh, as they are
+        now (after its MAC changed: they carry it)."""
+        return [self._tunnel_entry(t) for t in self.endpoint.tunnels.values()
+                if t.data is not None and t.data.installed and self.ctl.nexthop_for(IPv4(t.peer[0])) == nh]
 
     def _tunnel_up(self, t: Tunnel) -> None:
         d: TunnelData | None = t.data
@@ -367,11 +374,18 @@ class L2tpService:
         if d.installed or t.state not in (TunnelState.ESTABLISHED,):
             return
         d.installed = True
-        errors = await self.ctl.switch.write(inserts([self._tunnel_entry(t)]))
+        entry = self._tunnel_entry(t)
+        errors = await self.ctl.switch.write(inserts([entry]))
         if errors:
             d.installed = False                # nothing for the teardown to delete
             self._count("tunnel install failed")
             log.error("tunnel %d: l2tp_tunnel insert: %s", t.local_id, errors[0].message)
+            return
+        now = self._tunnel_entry(t)
+        if now != entry:                       # its next hop changed while the insert was on its way
+            errors = await self.ctl.switch.write(modifies([now]))
+            if errors:
+                log.error("tunnel %d: l2tp_tunnel modify: %s", t.local_id, errors[0].message)
 
     def _count_stop(self, ev: TunnelDown | TunnelFailed) -> None:
         if ev.result is not None:
