@@ -382,7 +382,7 @@ class L2tpService:
             log.error("tunnel %d: l2tp_tunnel insert: %s", t.local_id, errors[0].message)
             return
         now = self._tunnel_entry(t)
-        if now != entry:                       # its next hop changed while the insert was on its way
+        if d.installed and now != entry:       # its next hop changed while the insert was on its way
             errors = await self.ctl.switch.write(modifies([now]))
             if errors:
                 log.error("tunnel %d: l2tp_tunnel modify: %s", t.local_id, errors[0].message)
