@@ -14,6 +14,9 @@ the same process and at the same frame size:
                baseline the public P4-DPDK BNG figure (0.18x) is quoted
                against, so bng/p4_l2fwd is the ratio to compare with it.
 Traffic cycles over --flows sessions spread across the installed ones.
+Sessions have no rate limit unless --policed gives each one a policer (a
+trTCM far above the traffic, so it never drops): the cost of a session's
+meter then counts too.
 
 A figure only counts if the packets were forwarded: after each role the
 bench checks that the sessions' counters (incremented only for forwarded
@@ -149,6 +152,20 @@ def entries(role: str, n: int, entry) -> list:
     return ups
 
 
+# --policed: 10 Gbit/s committed and peak, 1 MB bursts (bytes/s and bytes)
+POLICER_RATE = 1_250_000_000
+POLICER_BURST = 1_000_000
+
+
+def police_sessions(p, role: str, sessions: int) -> None:
+    """Gives each of the role's sessions a rate limit on its meter of the
+    role's direction, as a RADIUS rate limit would; the rates are far above
+    what the bench sends, so the check of forwarding still holds."""
+    meter = "session_meter_up_0" if role.endswith("_up") else "session_meter_down_0"
+    for i in range(sessions):
+        p.meter_set(meter, i + 1, POLICER_RATE, POLICER_RATE, POLICER_BURST, POLICER_BURST)
+
+
 def _avg(sizes: list[int]) -> float:
     return round(sum(sizes) / len(sizes), 1)
 
@@ -247,6 +264,8 @@ def run_child(args) -> dict:
             wrpcap(str(pcap), [Ether(b) for b in pkts])
             p, n_ops, install_s = role_pipeline(lib, prog, work, iospecs, cfg.dpdk_include, mode, one_step, role,
                                                 args.sessions)
+            if args.policed:
+                police_sessions(p, role, args.sessions)
             drops_before = drop_total(p, enums)
             runs = [measure_mpps(p, PORT, args.seconds, args.workers) for _ in range(args.runs)]
             check_forwarding(p, enums, role, flows, drops_before, f"{role} {size}")
@@ -270,6 +289,8 @@ def main() -> int:
     ap.add_argument("--lookup", choices=("one-step", "staged"),
                     help="exact-match lookups: one step or SWX's prefetching stages "
                          "(default: the switch's, config key table_lookup)")
+    ap.add_argument("--policed", action="store_true",
+                    help="give every session a policer (meters set, never dropping) instead of no rate limit")
     ap.add_argument("--mode", help=argparse.SUPPRESS)
     ap.add_argument("--json", help="also write the results here")
     args = ap.parse_args()
@@ -277,12 +298,13 @@ def main() -> int:
         print(json.dumps(run_child(args)))
         return 0
 
-    print(f"bench-bng: {args.sessions} sessions per role, traffic over {args.flows}, frames {args.frame_sizes}, "
+    print(f"bench-bng: {args.sessions} sessions per role{' (policed)' if args.policed else ''}, "
+          f"traffic over {args.flows}, frames {args.frame_sizes}, "
           f"{args.workers} worker(s), {args.runs} x {args.seconds}s runs; baselines l2fwd.spec and p4_l2fwd "
           f"({args.sessions} entries) at each size",
           flush=True)
     results = run_modes(__file__, args, ("sessions", "flows", "frame_sizes", "workers", "seconds", "runs", "roles",
-                                         "lookup"))
+                                         "lookup", "policed"))
     if results is None:
         return 1
     for by_size in results.values():

@@ -122,8 +122,12 @@ def run_modes(script: str, args, keys: tuple[str, ...]) -> dict | None:
     results = {}
     for mode in args.modes.split(","):
         print(f"  {mode} ...", flush=True)
-        cmd = [sys.executable, script, "--mode", mode] + [
-            f"--{k.replace('_', '-')}={v}" for k, v in vars(args).items() if k in keys and v is not None]
+        cmd = [sys.executable, script, "--mode", mode]
+        for k, v in vars(args).items():
+            if k not in keys or v is None or v is False:
+                continue
+            flag = f"--{k.replace('_', '-')}"
+            cmd.append(flag if v is True else f"{flag}={v}")    # True: a store_true flag
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode != 0:
             print(r.stdout[-3000:], r.stderr[-3000:])

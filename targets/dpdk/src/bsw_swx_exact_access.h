@@ -320,7 +320,14 @@ bsw_regadd_rmi_exec(struct rte_swx_pipeline *p, struct thread *t,
 }
 
 /* meter m[m] length(m) color_in(i) -> color_out(m): DPDK's trTCM check, with
- * the operands read and the colour written at their widths. */
+ * the operands read and the colour written at their widths.
+ *
+ * A meter that was never set, or was reset, has DPDK's colour mask GREEN:
+ * whatever its buckets say, its colour is GREEN (0). Its buckets are never
+ * read either: setting the meter rewrites the whole struct. So for such a
+ * meter the TSC read and the check (two 64-bit divisions) change nothing
+ * that can be observed and are skipped; its statistics count as before. A
+ * BNG session without a rate limit is such a meter. */
 static __rte_always_inline void
 bsw_meter_mmi_exec(struct rte_swx_pipeline *p, struct thread *t,
 		   const struct instruction *ip)
@@ -328,14 +335,15 @@ bsw_meter_mmi_exec(struct rte_swx_pipeline *p, struct thread *t,
 	struct metarray_runtime *r = &p->metarray_runtime[ip->meter.metarray_id];
 	struct meter *m = &r->metarray[bsw_operand_hbo(t, &ip->meter.idx) & r->size_mask];
 	uint32_t length = (uint32_t)bsw_operand_hbo(t, &ip->meter.length);
-	enum rte_color color_out;
-	uint64_t time;
+	enum rte_color color_out = RTE_COLOR_GREEN;
 
 	rte_prefetch0(m->n_pkts);
-	time = rte_get_tsc_cycles();
-	color_out = rte_meter_trtcm_color_aware_check(&m->m, &m->profile->profile, time, length,
-						      (enum rte_color)ip->meter.color_in_val);
-	color_out &= m->color_mask;
+	if (m->color_mask != RTE_COLOR_GREEN) {
+		color_out = rte_meter_trtcm_color_aware_check(
+			&m->m, &m->profile->profile, rte_get_tsc_cycles(), length,
+			(enum rte_color)ip->meter.color_in_val);
+		color_out &= m->color_mask;
+	}
 	bsw_set_hbo(t, &ip->meter.color_out, (uint64_t)color_out);
 	m->n_pkts[color_out]++;
 	m->n_bytes[color_out] += length;
