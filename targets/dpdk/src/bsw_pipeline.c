@@ -65,6 +65,18 @@ group_chain_wanted(int trace)
 	return !trace && !(v && !strcmp(v, "0"));
 }
 
+#define TABLE_STATS_DEFINE "#define BSW_TABLE_STATS 1\n"
+
+/* Whether chained table lookups keep DPDK's per-table statistics
+ * (bsw_swx_group_chain.h): only when BSW_TABLE_STATS=1 asks for them. */
+static int
+table_stats_wanted(void)
+{
+	const char *v = getenv("BSW_TABLE_STATS");
+
+	return v && !strcmp(v, "1");
+}
+
 int
 bsw_spec_has_line(const char *spec_path, const char *prefix)
 {
@@ -181,7 +193,7 @@ codegen_and_compile(const char *spec_path, const char *work_dir, const char *inc
 	uint64_t h;
 	code_pass_t passes[2];
 	uint32_t n_passes = 0;
-	int status, trace, exact, chain;
+	int status, trace, exact, chain, stats;
 
 	spec = fopen(spec_path, "r");
 	if (!spec) {
@@ -196,10 +208,13 @@ codegen_and_compile(const char *spec_path, const char *work_dir, const char *inc
 		h ^= 0x7472616365ULL;
 	exact = exact_access_wanted(trace);
 	chain = group_chain_wanted(trace);
+	stats = chain && table_stats_wanted();
 	if (exact)
 		h = text_hash(h, bsw_exact_access_h);
 	if (chain)
 		h = text_hash(h, bsw_group_chain_h);
+	if (stats)
+		h = text_hash(h, TABLE_STATS_DEFINE);
 	snprintf(lib_path, lib_path_size, "%s/pipeline-%016llx.so", work_dir,
 		 (unsigned long long)h);
 	if (file_exists(lib_path)) {
@@ -219,6 +234,8 @@ codegen_and_compile(const char *spec_path, const char *work_dir, const char *inc
 		passes[n_passes++] = fence_pass;
 	}
 	if (chain) {
+		if (stats)
+			fputs(TABLE_STATS_DEFINE, code);
 		fprintf(code, "%s\n", bsw_group_chain_h);
 		passes[n_passes++] = chain_pass;
 	}

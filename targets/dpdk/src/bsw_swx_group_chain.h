@@ -24,7 +24,15 @@
  * packet: P4 control flow has no loops, and every path ends in tx or drop.
  * The table instruction is DPDK's instr_table_af_exec() (internal to
  * rte_swx_pipeline.c, so rewritten here from the same DPDK version's
- * internal header) followed by BSW_CHAIN. */
+ * internal header) followed by BSW_CHAIN, less DPDK's per-table statistics
+ * (packets by hit/miss and by action, rte_swx_ctl_pipeline_table_stats_read):
+ * nothing in the switch reads them, and without their two increments per
+ * lookup five of the BNG's six roles forwarded 1-7% more packets per core
+ * (two runs of make bench-ab BENCH_AB_ARGS="--env BSW_TABLE_STATS=0,1";
+ * lac_down -1.8% and +0.4%). BSW_TABLE_STATS=1 at pipeline build time keeps
+ * them (bsw_pipeline.c then defines the macro tested below); lookups that
+ * return to the run loop (staged, not finished in one step) are counted by
+ * DPDK either way. */
 #ifndef BSW_SWX_GROUP_CHAIN_H
 #define BSW_SWX_GROUP_CHAIN_H
 
@@ -77,8 +85,12 @@ bsw_table_af_chain(struct rte_swx_pipeline *p)
 	t->structs[0] = action_data;
 	t->entry_id = hit ? 1 + entry_id : 0;
 	t->hit = hit;
+#ifdef BSW_TABLE_STATS
 	stats->n_pkts_hit[hit]++;
 	stats->n_pkts_action[action_id]++;
+#else
+	(void)stats;
+#endif
 	thread_ip_inc(p);
 	p->action_funcs[action_id](p);
 	bsw_chain(p);
