@@ -222,8 +222,8 @@ check_operands(uint32_t cases)
 #define METERS 8
 
 /* meter m[m] length(m) color_in(i) -> color_out(m) on meters in random
- * states: half set (colour mask RTE_COLORS, a random profile), half never
- * set (mask GREEN, DPDK's default profile). A set meter must end with the
+ * states, all on one random profile: half set (colour mask RTE_COLORS),
+ * half never set (mask GREEN, as DPDK leaves them). A set meter must end with the
  * same colour, buckets and statistics as DPDK's; an unset one with the same
  * colour and statistics (its buckets are never read: setting the meter
  * rewrites it). */
