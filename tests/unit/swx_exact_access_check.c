@@ -277,9 +277,7 @@ check_meter(uint32_t cases)
 		ip.meter.length.n_bits = 8 * (1 + rnd() % 2);
 		ip.meter.length.offset = rnd() % (STRUCT_BYTES - 8 + 1);
 		ip.meter.color_in_val = rnd() % RTE_COLORS;
-		ip.meter.color_out.struct_id = 0;
-		ip.meter.color_out.n_bits = 8 * (1 + rnd() % 4);
-		ip.meter.color_out.offset = rnd() % (STRUCT_BYTES - 8 + 1);
+		rnd_operand(&ip.meter.color_out, 0);
 
 		state_init(&b, &a);
 		b.p.metarray_runtime = &rb;

@@ -67,7 +67,6 @@ bsw_table_af_chain(struct rte_swx_pipeline *p)
 	uint32_t table_id = ip->table.table_id;
 	struct rte_swx_table_state *ts = &t->table_state[table_id];
 	struct table_runtime *table = &t->tables[table_id];
-	struct table_statistics *stats = &p->table_stats[table_id];
 	uint64_t action_id;
 	uint8_t *action_data;
 	size_t entry_id;
@@ -86,10 +85,8 @@ bsw_table_af_chain(struct rte_swx_pipeline *p)
 	t->entry_id = hit ? 1 + entry_id : 0;
 	t->hit = hit;
 #ifdef BSW_TABLE_STATS
-	stats->n_pkts_hit[hit]++;
-	stats->n_pkts_action[action_id]++;
-#else
-	(void)stats;
+	p->table_stats[table_id].n_pkts_hit[hit]++;
+	p->table_stats[table_id].n_pkts_action[action_id]++;
 #endif
 	thread_ip_inc(p);
 	p->action_funcs[action_id](p);
