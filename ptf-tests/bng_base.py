@@ -71,6 +71,25 @@ def ipv4_checksum(header: bytes) -> int:
     return ~total & 0xffff
 
 
+def with_ipv4_checksum(ip_pkt, checksum: int):
+    """ip_pkt with the identification that gives its IPv4 header the
+    checksum `checksum` (any value but 0xffff, which no header with a
+    non-zero word has), to send headers whose rewritten checksum lands on
+    a carry of the sum or on zero."""
+    pkt = ip_pkt.copy()
+    pkt.id, pkt.chksum = 0, 0
+    header = bytes(pkt)[:20]
+    base = sum(struct.unpack("!10H", header))
+    for ident in range(0x10000):
+        total = base + ident
+        while total >> 16:
+            total = (total & 0xffff) + (total >> 16)
+        if ~total & 0xffff == checksum:
+            pkt.id, pkt.chksum = ident, None
+            return pkt.__class__(bytes(pkt))
+    raise ValueError(f"no identification gives checksum {checksum:#06x}")
+
+
 def routed_ipv4(ip_pkt, ttl_decrement: int = 1) -> Raw:
     """The IPv4 packet as a router forwards it: TTL down, checksum redone.
     Computed on bytes (no scapy re-dissection) so the expectation is exact."""

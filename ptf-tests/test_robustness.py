@@ -104,14 +104,15 @@ class SessionPolicer(BngTest):
 
 class MssClamp(BngTest):
     """SYN with MSS 1460 from and to a session with clamp 1452 is rewritten
-    with a correct TCP checksum; a smaller MSS and non-SYN segments are left
-    alone; sessions without a clamp are untouched."""
+    with a correct TCP checksum, also where that checksum is 0; a smaller
+    MSS and non-SYN segments are left alone; sessions without a clamp are
+    untouched."""
 
     def runTest(self):
         self.install_subscriber(mss=1452)
 
-        def syn(src, dst, mss, flags="S"):
-            return IP(src=src, dst=dst, ttl=64) / TCP(sport=40000, dport=443, flags=flags, seq=1,
+        def syn(src, dst, mss, flags="S", seq=1):
+            return IP(src=src, dst=dst, ttl=64) / TCP(sport=40000, dport=443, flags=flags, seq=seq,
                                                       options=[("MSS", mss), ("NOP", None), ("NOP", None)])
 
         def clamped(pkt, mss):
@@ -125,6 +126,13 @@ class MssClamp(BngTest):
         up = syn(CLIENT_IP, INTERNET_IP, 1460)
         self.send(ACCESS1, access_frame(self.pppoe_ip(up)))
         self.expect(Ether(src=BNG_MAC, dst=CORE_ROUTER_MAC) / clamped(up, 1452), CORE1)
+        # a sequence number whose low word is the clamped checksum with that
+        # word 0 sums the clamped segment to 0xffff: its checksum is 0
+        c0 = IP(bytes(clamped(syn(CLIENT_IP, INTERNET_IP, 1460, seq=0x10000), 1452)))[TCP].chksum
+        to_zero = syn(CLIENT_IP, INTERNET_IP, 1460, seq=0x10000 + c0)
+        self.assertEqual(IP(bytes(clamped(to_zero, 1452)))[TCP].chksum, 0)
+        self.send(ACCESS1, access_frame(self.pppoe_ip(to_zero)))
+        self.expect(Ether(src=BNG_MAC, dst=CORE_ROUTER_MAC) / clamped(to_zero, 1452), CORE1)
         down = syn(INTERNET_IP, CLIENT_IP, 1460, flags="SA")
         self.send(CORE1, Ether(src=CORE_ROUTER_MAC, dst=BNG_MAC) / down)
         self.expect(access_frame(self.pppoe_ip(clamped(down, 1452)), src=BNG_MAC, dst=CLIENT_MAC), ACCESS1)

@@ -9,7 +9,14 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Dot1Q, Ether
 from scapy.packet import Raw
 
-from bng_base import BNG_MAC, CORE1, CORE2, CORE_ROUTER_MAC, PEER_MAC, BngTest, ip_int, mac_int, routed_ipv4
+from bng_base import (ACCESS1, BNG_MAC, CLIENT_IP, CLIENT_MAC, CORE1, CORE2, CORE_ROUTER_MAC, INTERNET_IP,
+                      PEER_MAC, BngTest, access_frame, ip_int, mac_int, routed_ipv4, with_ipv4_checksum)
+
+# Header checksums before a TTL decrement, around the carries of the new
+# sum: 0xfeff becomes 0x0000, which a one's complement sum can also write as
+# 0xffff (SWX's checksum instruction does); 0x00ff/0x0100 and 0xff00 sit at
+# the borrow of the TTL's byte.
+CHECKSUM_EDGES = (0x0000, 0x0001, 0x00ff, 0x0100, 0x7fff, 0xfeff, 0xff00, 0xfffe)
 
 
 def check_routed(test: BngTest, dst: str, port: int, dmac: str) -> None:
@@ -99,3 +106,23 @@ class FibRouteCarriesNextHop(BngTest):
         self.client.modify(self.client.table_entry("fib_v4", key, "set_nexthop", {"nexthop_id": 7}))
         check_no_route(self, "203.0.113.5")
         check_routed(self, "198.51.100.1", CORE1, CORE_ROUTER_MAC)
+
+
+class TtlChecksumCarries(BngTest):
+    """Routed core IPv4, a subscriber's upstream IPv4 (the inner header)
+    and PPPoE downstream leave with the header checksum RFC 791 gives after
+    the TTL decrement, byte for byte, also where the new checksum is 0."""
+    def runTest(self):
+        self.install_subscriber()                          # 0/0 -> CORE1, one PPPoE session
+        for c in CHECKSUM_EDGES:
+            with self.subTest(checksum=f"{c:#06x}"):
+                ip = with_ipv4_checksum(IP(src="192.0.2.9", dst="198.51.100.1", ttl=9)
+                                        / UDP(sport=1, dport=2) / Raw(b"c" * 18), c)
+                self.send(CORE1, Ether(src=CORE_ROUTER_MAC, dst=BNG_MAC) / ip)
+                self.expect(Ether(src=BNG_MAC, dst=CORE_ROUTER_MAC, type=0x0800) / routed_ipv4(ip), CORE1)
+                up = with_ipv4_checksum(IP(src=CLIENT_IP, dst=INTERNET_IP, ttl=33) / UDP(sport=3, dport=4), c)
+                self.send(ACCESS1, access_frame(self.pppoe_ip(up)))
+                self.expect(Ether(src=BNG_MAC, dst=CORE_ROUTER_MAC, type=0x0800) / routed_ipv4(up), CORE1)
+                down = with_ipv4_checksum(IP(src=INTERNET_IP, dst=CLIENT_IP, ttl=2) / UDP(sport=4, dport=3), c)
+                self.send(CORE1, Ether(src=CORE_ROUTER_MAC, dst=BNG_MAC) / down)
+                self.expect(access_frame(self.pppoe_ip(routed_ipv4(down)), src=BNG_MAC, dst=CLIENT_MAC), ACCESS1)

@@ -123,18 +123,29 @@ control MainControlImpl(inout headers_t hdr, inout bng_meta_t meta,
             bng.apply(hdr, meta);
 
             /* checksums of what the core rewrote (operands are headers or
-             * header fields: SWX checksums network-order bytes as they lie) */
+             * header fields: SWX checksums network-order bytes as they lie).
+             * SWX writes a sum of zero as 0xffff (UDP's rule); an IPv4
+             * header's checksum is never 0xffff (its words are not all
+             * zero), so that is RFC 791's 0. Summing the header whole
+             * measured faster than RFC 1624's update of a decremented TTL
+             * (p4c-dpdk moves both operands through a scratch header). */
             if (meta.ipv4_csum_update == 1) {
                 hdr.ipv4.checksum = 0;
                 ck.clear();
                 ck.add(hdr.ipv4);
                 hdr.ipv4.checksum = ck.get();
+                if (hdr.ipv4.checksum == 0xffff) {
+                    hdr.ipv4.checksum = 0;
+                }
             }
             if (meta.inner_ipv4_csum_update == 1) {
                 hdr.inner_ipv4.checksum = 0;
                 ck.clear();
                 ck.add(hdr.inner_ipv4);
                 hdr.inner_ipv4.checksum = ck.get();
+                if (hdr.inner_ipv4.checksum == 0xffff) {
+                    hdr.inner_ipv4.checksum = 0;
+                }
             }
             if (meta.mss_update == 1) {
                 /* RFC 1624: HC' = ~(~HC + ~m + m') */
@@ -143,6 +154,9 @@ control MainControlImpl(inout headers_t hdr, inout bng_meta_t meta,
                 hdr.tcp_mss.mss = meta.mss_clamp;
                 ck.add({hdr.tcp_mss.mss});
                 hdr.tcp.checksum = ck.get();
+                if (hdr.tcp.checksum == 0xffff) {
+                    hdr.tcp.checksum = 0;       /* as above: the pseudo header is not all zero */
+                }
             }
             PNA_MeterColor_t color = SWX_METER_IN_GREEN;
             if (meta.verdict == Verdict_t.FORWARD && meta.sess_idx != 0) {
