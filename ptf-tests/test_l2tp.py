@@ -129,7 +129,9 @@ class LnsDownstream(LnsTest):
 class LnsNegative(LnsTest):
     """A spoofed inner source is dropped; the session's address in another
     session is no session; L2TP version 3 is malformed; L2TP to an address
-    that is not ours is only routed, never terminated."""
+    that is not ours is only routed, never terminated; UDP to port 1701 of
+    an LNS subscriber cannot be tunnelled to it (its headers were parsed as
+    L2TP) and is dropped as UNSUPPORTED."""
 
     def runTest(self):
         self.install_lns_session()
@@ -145,6 +147,8 @@ class LnsNegative(LnsTest):
         transit = self.l2tp_over_ip(payload, dst="198.51.100.50")
         self.send(CORE2, transit)
         self.expect(Ether(src=BNG_MAC, dst=CORE_ROUTER_MAC, type=0x0800) / routed_ipv4(transit[IP]), CORE1)
+        self.expect_drop(CORE1, self.l2tp_over_ip(payload, src=INTERNET_IP, dst=CLIENT_IP, smac=CORE_ROUTER_MAC),
+                         "UNSUPPORTED")
 
 
 class TunnelCarriesNextHop(LacTest):

@@ -92,7 +92,9 @@ class BngTables:
     def local_ipv4(self, addr: ipaddress.IPv4Address, *, lns: bool) -> p4r.TableEntry:
         """lns: LNS sessions terminate at addr. Elsewhere L2TP data skips
         the l2tp_up_v4 lookup (set_local_no_lns), which the LAC's downstream
-        would always miss."""
+        would always miss: on Tofino, where local_ipv4 is looked up first;
+        the DPDK build looks up sessions before addresses and treats both
+        actions alike."""
         return self.b.table_entry("local_ipv4", {"addr": int(addr)},
                                   "set_local" if lns else "set_local_no_lns")
 

@@ -183,9 +183,11 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
     }
 
     /* One of the BNG's addresses where no LNS session terminates (a
-     * LAC-only L2TP endpoint, a gateway, a core interface): L2TP data to it
-     * skips l2tp_up_v4, whose miss would cost the LAC's downstream a lookup.
-     * set_local is the safe choice when unsure: it only costs that lookup. */
+     * LAC-only L2TP endpoint, a gateway, a core interface): on Tofino, L2TP
+     * data to it skips l2tp_up_v4, whose miss would cost the LAC's
+     * downstream a lookup (the DPDK build looks its sessions up before its
+     * addresses, so there it is set_local). set_local is the safe choice
+     * when unsure: it only costs that lookup. */
     action set_local_no_lns() {
         meta.is_local = 1;
         meta.no_lns = 1;
@@ -196,11 +198,13 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
     }
 
     /* The BNG's IPv4 addresses: L2TP endpoints, subscriber gateways, core
-     * interfaces. ARP for them and IPv4 to them are punted. Looked up once,
-     * for the ARP target or the outer destination (the parser puts either in
-     * meta.local_ip); subscribers' packets to them are found by fib_v4, which
-     * holds each as a /32 with set_local (a table is applied once per packet
-     * on Tofino). */
+     * interfaces. ARP for them and IPv4 to them are punted. Looked up for
+     * the ARP target or the outer destination (the parser puts either in
+     * meta.local_ip): on Tofino for every such packet, before the branches;
+     * in the DPDK build only where no session claims the packet (see
+     * BNG_LOCAL_IPV4_FIRST in defines.p4). Subscribers' packets to them are
+     * found by fib_v4, which holds each as a /32 with set_local (a table is
+     * applied once per packet on Tofino). */
     table local_ipv4 {
         key = { meta.local_ip : exact @name("addr"); }
         actions = { set_local; set_local_no_lns; @defaultonly set_not_local; }
@@ -398,6 +402,23 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
         size = BNG_MAX_NEXTHOPS;
     }
 
+/* The L2TP data session lookups: LNS upstream with its IPv4 source first
+ * (skipped at a LAC-only address, whose local_ipv4 entry sets no_lns), then
+ * the session alone. Written once, applied where BNG_LOCAL_IPV4_FIRST puts
+ * them: under the local_ipv4 hit on Tofino, before local_ipv4 elsewhere. */
+#define BNG_L2TP_SESSION_LOOKUPS \
+    if (hdr.inner_ipv4.isValid() && meta.no_lns == 0) { \
+        if (l2tp_up_v4.apply().hit) { \
+            kind = KIND_TERM_V4; \
+        } \
+    } \
+    if (kind == KIND_NONE) { \
+        switch (l2tp_session.apply().action_run) { \
+            lns_term: { kind = KIND_TERM; } \
+            lac_to_pppoe: { kind = KIND_LAC; } \
+        } \
+    }
+
     apply {
         meta.verdict = Verdict_t.DROP;
         meta.drop_reason = DropReason_t.NONE;
@@ -416,14 +437,21 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
         bit<8> kind = KIND_NONE;
 
         /* ================= classification ================= */
-        /* Each table is applied in one place (Tofino's rule): the lookups
-         * of several branches come first. */
+        /* On Tofino each table is applied in one place: the lookups of
+         * several branches come first. The DPDK build, where every lookup
+         * costs in turn, applies local_ipv4 in the two branches that need
+         * it instead (BNG_LOCAL_IPV4_FIRST, defines.p4). */
         if (hdr.ipv4.isValid() || hdr.ipv6.isValid()) {
             my_station.apply();
         }
+#ifdef BNG_LOCAL_IPV4_FIRST
         if (hdr.ipv4.isValid() || hdr.arp.isValid()) {
             local_ipv4.apply();
         }
+#else
+        meta.is_local = 0;                  /* looked up where a branch needs it */
+        meta.no_lns = 0;
+#endif
         if (BNG_PAST_FRAME(meta.parsed_len)) {
             drop_for(DropReason_t.MALFORMED);          /* truncated */
         } else if (hdr.pppoe.isValid()) {
@@ -497,6 +525,9 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
                 }
             }
         } else if (hdr.arp.isValid()) {
+#ifndef BNG_LOCAL_IPV4_FIRST
+            local_ipv4.apply();
+#endif
             if (meta.is_local == 1) {
                 punt_for(PuntReason_t.ARP);
             } else {
@@ -514,25 +545,35 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
             } else if (BNG_IPV4_CSUM_BAD) {
                 drop_for(DropReason_t.BAD_CHECKSUM);
             } else {
+#ifndef BNG_LOCAL_IPV4_FIRST
+                /* An L2TP session's entry holds one of the BNG's addresses
+                 * (its local_ip) and a subscriber's address is none of them:
+                 * only what no session claims needs local_ipv4. */
+                if (hdr.l2tp.isValid() && meta.l2tp_class == L2TP_DATA) {
+                    BNG_L2TP_SESSION_LOOKUPS
+                }
+                if (kind != KIND_NONE) {
+                    meta.is_local = 1;
+                } else {
+                    if (hdr.ipv4.ttl > 1) {
+                        ipv4_session.apply();
+                    }
+                    if (meta.job == JOB_NONE) {
+                        local_ipv4.apply();
+                    }
+                }
+#endif
                 if (meta.is_local == 1 && hdr.l2tp.isValid()) {
+#ifdef BNG_LOCAL_IPV4_FIRST
                     /* The session lookups come before the length checks,
                      * which need none of their results: on Tofino they then
                      * sit beside the length arithmetic, not after it, in the
                      * longest chain of stages (LNS upstream). A malformed
                      * packet's lookup results are not used. */
                     if (meta.l2tp_class == L2TP_DATA) {
-                        if (hdr.inner_ipv4.isValid() && meta.no_lns == 0) {
-                            if (l2tp_up_v4.apply().hit) {
-                                kind = KIND_TERM_V4;
-                            }
-                        }
-                        if (kind == KIND_NONE) {
-                            switch (l2tp_session.apply().action_run) {
-                                lns_term: { kind = KIND_TERM; }
-                                lac_to_pppoe: { kind = KIND_LAC; }
-                            }
-                        }
+                        BNG_L2TP_SESSION_LOOKUPS
                     }
+#endif
                     /* PPP carried = UDP length - UDP, L2TP and 0xff03 */
                     meta.ppp_len = meta.ppp_len + 20;
                     if (meta.l2tp_class == L2TP_CONTROL) {
@@ -599,7 +640,9 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
                 } else if (hdr.ipv4.ttl <= 1) {
                     punt_for(PuntReason_t.TTL_EXPIRED);
                 } else {
+#ifdef BNG_LOCAL_IPV4_FIRST
                     ipv4_session.apply();
+#endif
                     if (meta.job == JOB_NONE) {
                         meta.job = JOB_ROUTE_V4;
                     } else {

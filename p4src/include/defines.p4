@@ -56,6 +56,18 @@ const port_t CPU_PORT = 0;
 #define BNG_PARSER_ADD(field, n) field = field + (n);
 #endif
 
+/* Where the BNG's own IPv4 addresses are looked up (local_ipv4). Tofino
+ * looks up tables of independent keys side by side in one stage, and its
+ * 20 stages have no room for a longer chain: the TNA top defines
+ * BNG_LOCAL_IPV4_FIRST, and local_ipv4 comes before the branches, its
+ * result gating the L2TP session lookups. A CPU pays for every lookup in
+ * turn: the DPDK build looks up the sessions first (an L2TP session's entry
+ * holds one of the BNG's addresses, a subscriber's address is none of them)
+ * and local_ipv4 only for ARP and for core-side IPv4 no session claims, one
+ * lookup fewer for PPPoE and LNS downstream and for LNS upstream. That
+ * order on Tofino 2 needed 24 stages. Tested with #ifdef only: the PNA top
+ * leaves it undefined. */
+
 /* True when `len` bytes run past the end of the received frame. */
 #ifndef BNG_PAST_FRAME
 #define BNG_PAST_FRAME(len) ((len) > meta.frame_len)

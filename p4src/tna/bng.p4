@@ -62,6 +62,10 @@
  * meter split in two by the index's top bit (p4c-barefoot 9.13.4). */
 #define BNG_MAX_SESSIONS 32768
 
+/* Tables of independent keys share a stage: the BNG's addresses are looked
+ * up before the branches (see defines.p4). */
+#define BNG_LOCAL_IPV4_FIRST
+
 #include "../include/bng.p4"
 
 /* The core's metadata plus what only Tofino needs: its deparser takes a
