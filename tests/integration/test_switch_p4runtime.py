@@ -203,6 +203,15 @@ def test_meter_and_register(client):
     q.index.index = 3
     got = client.read(p4r.Entity(meter_entry=q))[0].meter_entry
     assert (got.config.cir, got.config.pir) == (1000, 2000)
+    # per-colour counts come with every read (nothing has crossed it yet)
+    assert got.HasField("counter_data") and got.counter_data == p4r.MeterCounterData(
+        green=p4r.CounterData(), yellow=p4r.CounterData(), red=p4r.CounterData())
+    # and cannot be written (SWX has no way to set them)
+    me.counter_data.red.packet_count = 5
+    with pytest.raises(WriteError) as e:
+        client.write([(p4r.Update.MODIFY, p4r.Entity(meter_entry=me))])
+    assert [x.code for x in e.value.errors] == [grpc.StatusCode.INVALID_ARGUMENT]
+    assert client.read(p4r.Entity(meter_entry=q))[0].meter_entry.config == got.config
     r = client.names.register("scratch")
     re_ = p4r.RegisterEntry(register_id=r.preamble.id)
     re_.index.index = 5
@@ -364,6 +373,11 @@ def _direct_counter(client, entry: p4r.TableEntry) -> p4r.CounterData:
         .direct_counter_entry.data
 
 
+def _direct_meter_counters(client, entry: p4r.TableEntry) -> p4r.MeterCounterData:
+    return client.read(p4r.Entity(direct_meter_entry=p4r.DirectMeterEntry(table_entry=entry)))[0] \
+        .direct_meter_entry.counter_data
+
+
 def test_direct_counter_and_meter_belong_to_their_entry(lab, client):
     """host_policy counts (direct counter) and polices (direct meter) by
     source MAC: the counter and meter are named by the table entry."""
@@ -399,12 +413,33 @@ def test_direct_counter_and_meter_belong_to_their_entry(lab, client):
         client.write([(p4r.Update.MODIFY, p4r.Entity(direct_meter_entry=dme))])
         got = client.read(p4r.Entity(direct_meter_entry=p4r.DirectMeterEntry(table_entry=host)))[0]
         assert got.direct_meter_entry.config == dme.config
+        assert got.direct_meter_entry.counter_data == p4r.MeterCounterData(
+            green=p4r.CounterData(), yellow=p4r.CounterData(), red=p4r.CounterData())
         assert _send_and_count_at_h2(lab, frame, 5) == 1
-        # a config-less write resets the meter: everything passes again
+        # per colour: the frame that passed green, the four dropped red
+        want_colours = p4r.MeterCounterData(green=p4r.CounterData(packet_count=1, byte_count=size),
+                                            yellow=p4r.CounterData(),
+                                            red=p4r.CounterData(packet_count=4, byte_count=4 * size))
+        assert _direct_meter_counters(client, host) == want_colours
+        # the same counts with the entry, when a table read asks for them;
+        # they cannot be written
+        q = client.table_entry("host_policy", {"src_addr": H1_MAC_INT})
+        q.meter_counter_data.SetInParent()
+        assert client.read(p4r.Entity(table_entry=q))[0].table_entry.meter_counter_data == want_colours
+        bad = client.table_entry("host_policy", {"src_addr": H1_MAC_INT}, "police_host", {})
+        bad.meter_counter_data.green.packet_count = 1
+        with pytest.raises(WriteError) as e:
+            client.write([(p4r.Update.MODIFY, p4r.Entity(table_entry=bad))])
+        assert [x.code for x in e.value.errors] == [grpc.StatusCode.INVALID_ARGUMENT]
+        assert _direct_meter_counters(client, host) == want_colours
+        # a config-less write resets the meter (and, as SWX does, its
+        # colour counts): everything passes again, green
         client.write([(p4r.Update.MODIFY, p4r.Entity(direct_meter_entry=p4r.DirectMeterEntry(table_entry=host)))])
         assert not client.read(p4r.Entity(direct_meter_entry=p4r.DirectMeterEntry(table_entry=host)))[0] \
             .direct_meter_entry.HasField("config")
         assert _send_and_count_at_h2(lab, frame, 3) == 3
+        assert _direct_meter_counters(client, host).green == p4r.CounterData(packet_count=3, byte_count=3 * size)
+        assert _direct_meter_counters(client, other).green == p4r.CounterData(), "another entry's meter moved"
 
         # a deleted entry's slot starts from zero for the next entry, and an
         # insert may carry its meter config

@@ -46,6 +46,9 @@ class DirectResources:
     def write_counter(self, t: TableMap, stored: StoredEntry | None, data: p4r.CounterData) -> None:
         t.direct_counter.write(self.pipeline, self.index(t, stored), data)
 
+    def read_meter_counters(self, t: TableMap, stored: StoredEntry | None) -> p4r.MeterCounterData:
+        return t.direct_meter.read_counters(self.pipeline, self.index(t, stored))
+
     def write_meter(self, t: TableMap, stored: StoredEntry | None, cfg: p4r.MeterConfig | None) -> None:
         """Configure the entry's meter, or reset it to never-red (cfg None)."""
         t.direct_meter.configure(self.pipeline, self.index(t, stored), cfg)

@@ -344,6 +344,13 @@ class Pipeline:
     def meter_reset(self, name: str, index: int) -> None:
         self._call("bsw_meter_reset", self.handle, name.encode(), index)
 
+    def meter_stats(self, name: str, index: int) -> tuple[list[int], list[int]]:
+        """(packets, bytes) the meter coloured green, yellow and red since
+        it was last set or reset."""
+        pkts, nbytes = (ctypes.c_uint64 * 3)(), (ctypes.c_uint64 * 3)()
+        self._call("bsw_meter_stats_read", self.handle, name.encode(), index, pkts, nbytes)
+        return list(pkts), list(nbytes)
+
     def port_stats(self, port_id: int) -> dict[str, int]:
         vals = [ctypes.c_uint64() for _ in range(5)]
         self._call("bsw_port_stats", self.handle, port_id, *(ctypes.byref(v) for v in vals))

@@ -30,7 +30,7 @@ from .gc_policy import GcPolicy
 from .packet_socket import PacketSocket
 from .pipeline_map import MappingError
 from .swx_spec import SpecError
-from .table_store import P4RuntimeError, canonical, check_meter_config, decode_value
+from .table_store import P4RuntimeError, canonical, check_meter_config, decode_value, reject_meter_counter_data
 
 log = logging.getLogger("bng_switch.p4runtime")
 
@@ -300,6 +300,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             raise P4RuntimeError(grpc.StatusCode.INVALID_ARGUMENT, f"meter {m.name}: index required")
         idx = me.index.index
         self._check_index(m.name, idx, m.size)
+        reject_meter_counter_data(me, f"meter {m.name}[{idx}]")
         cfg = me.config if me.HasField("config") else None
         if cfg is not None:
             check_meter_config(cfg, f"meter {m.name}[{idx}]")
@@ -330,6 +331,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         dme = u.entity.direct_meter_entry
         self._direct_table(dme.table_entry.table_id, "direct_meter")
         ts, stored = self.device.store.find(dme.table_entry)
+        reject_meter_counter_data(dme, f"table {ts.map.name} direct meter")
         cfg = dme.config if dme.HasField("config") else None
         if cfg is not None:
             check_meter_config(cfg, f"table {ts.map.name} direct meter")
@@ -379,15 +381,15 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         dev = self.device
         if kind == "table_entry":
             q = ent.table_entry
-            if not (q.HasField("counter_data") or q.HasField("meter_config")):
+            if not (q.HasField("counter_data") or q.HasField("meter_config") or q.HasField("meter_counter_data")):
                 with dev.lock:
                     entries = list(dev.store.read(q))
                 for te in entries:
                     yield p4r.Entity(table_entry=te)
                 return
-            # The request asks for the entries' direct counter data and/or
-            # meter config along with them (its counter_data / meter_config
-            # fields are set).
+            # The request asks for the entries' direct counter data, meter
+            # config and/or meter colour counts along with them (its
+            # counter_data / meter_config / meter_counter_data are set).
             with dev.lock:
                 direct = DirectResources(dev.pipeline)
                 out = []
@@ -400,6 +402,8 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                         cfg = ts.meter_config(stored)
                         if cfg is not None:
                             te.meter_config.CopyFrom(cfg)
+                    if q.HasField("meter_counter_data") and ts.map.direct_meter is not None:
+                        te.meter_counter_data.CopyFrom(direct.read_meter_counters(ts.map, stored))
                     out.append(te)
             for te in out:
                 yield p4r.Entity(table_entry=te)
@@ -431,6 +435,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                     cfg = dev.meter_configs.get((m.id, idx))
                     if cfg is not None:
                         out.config.CopyFrom(cfg)
+                    out.counter_data.CopyFrom(m.read_counters(dev.pipeline, idx))
                     yield p4r.Entity(meter_entry=out)
         elif kind == "register_entry":
             re_ = ent.register_entry
@@ -470,6 +475,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                     cfg = ts.meter_config(stored)
                     if cfg is not None:
                         o.config.CopyFrom(cfg)
+                    o.counter_data.CopyFrom(direct.read_meter_counters(ts.map, stored))
                     out.append(p4r.Entity(direct_meter_entry=o))
         yield from out
 

@@ -181,6 +181,16 @@ class MeterMap:
         else:
             pipeline.meter_set(self.swx_name, index, cfg.cir, cfg.pir, cfg.cburst, cfg.pburst)
 
+    def read_counters(self, pipeline, index: int) -> p4r.MeterCounterData:
+        """Packets and bytes per colour the meter at index gave since its
+        last configuration (P4Runtime's MeterCounterData; SWX clears them
+        when a meter is set or reset)."""
+        pkts, nbytes = pipeline.meter_stats(self.swx_name, index)
+        return p4r.MeterCounterData(
+            green=p4r.CounterData(packet_count=pkts[0], byte_count=nbytes[0]),
+            yellow=p4r.CounterData(packet_count=pkts[1], byte_count=nbytes[1]),
+            red=p4r.CounterData(packet_count=pkts[2], byte_count=nbytes[2]))
+
 
 @dataclass
 class RegisterMap:

@@ -46,6 +46,16 @@ def decode_value(data: bytes, bitwidth: int, what: str) -> int:
     return value
 
 
+def reject_meter_counter_data(entry: p4r.MeterEntry | p4r.DirectMeterEntry, what: str) -> None:
+    """A meter write may not carry per-colour counts: SWX counts colours
+    itself and has no way to set them (setting or resetting the meter
+    clears them), so they would be silently dropped."""
+    if entry.HasField("counter_data"):
+        raise P4RuntimeError(grpc.StatusCode.INVALID_ARGUMENT,
+                             f"{what}: counter_data cannot be written (read-only per-colour counts; "
+                             "a config write clears them)")
+
+
 def check_meter_config(cfg: p4r.MeterConfig, what: str) -> None:
     """A two-rate three-colour meter (RFC 2698) needs cir <= pir and bursts >= 0."""
     if cfg.cir < 0 or cfg.pir < 0 or cfg.cir > cfg.pir or cfg.cburst < 0 or cfg.pburst < 0:
@@ -61,12 +71,13 @@ def _without_direct(te: p4r.TableEntry) -> p4r.TableEntry:
     """The entry as Read returns it: a write's counter data and meter config
     are not part of it (the data plane's counter is the truth; the meter
     config is kept beside it)."""
-    if not (te.HasField("counter_data") or te.HasField("meter_config")):
+    if not (te.HasField("counter_data") or te.HasField("meter_config") or te.HasField("meter_counter_data")):
         return te
     out = p4r.TableEntry()
     out.CopyFrom(te)
     out.ClearField("counter_data")
     out.ClearField("meter_config")
+    out.ClearField("meter_counter_data")
     return out
 
 
@@ -233,6 +244,9 @@ class TableStore:
             if t.direct_meter is None:
                 raise _invalid(f"table {t.name}: meter_config given, but the table has no direct meter")
             check_meter_config(te.meter_config, f"table {t.name} meter_config")
+        if te.HasField("meter_counter_data"):
+            raise _invalid(f"table {t.name}: meter_counter_data cannot be written (read-only per-colour "
+                           "counts of the direct meter; a meter_config write clears them)")
 
     def apply(self, update: p4r.Update, ops: libbsw.OpBatch,
               undo: list) -> tuple[TableState, StoredEntry | None] | None:
@@ -251,7 +265,8 @@ class TableStore:
         local names and the single HasField test."""
         ts = self.tables.get(te.table_id) or self._table(te.table_id)   # the latter raises NOT_FOUND
         t = ts.map
-        has_direct = te.HasField("counter_data") or te.HasField("meter_config")
+        has_direct = (te.HasField("counter_data") or te.HasField("meter_config")
+                      or te.HasField("meter_counter_data"))
         if has_direct and kind != Update.DELETE:
             self._check_direct(t, te)
         if te.is_default_action:

@@ -206,6 +206,10 @@ int bsw_regarray_write(struct bsw_pipeline *bp, const char *name, uint32_t index
 int bsw_meter_set(struct bsw_pipeline *bp, const char *metarray, uint32_t index,
 		  uint64_t cir, uint64_t pir, uint64_t cbs, uint64_t pbs);
 int bsw_meter_reset(struct bsw_pipeline *bp, const char *metarray, uint32_t index);
+/* What the meter has coloured since it was last set or reset (DPDK clears
+ * them then), by colour (rte_color: green, yellow, red), over instances. */
+int bsw_meter_stats_read(struct bsw_pipeline *bp, const char *metarray, uint32_t index,
+			 uint64_t n_pkts[3], uint64_t n_bytes[3]);
 
 /* ---- ports statistics ---- */
 int bsw_port_stats(struct bsw_pipeline *bp, uint32_t port_id, uint64_t *rx_pkts,

@@ -646,6 +646,31 @@ bsw_meter_reset(struct bsw_pipeline *bp, const char *metarray, uint32_t index)
 	return 0;
 }
 
+int
+bsw_meter_stats_read(struct bsw_pipeline *bp, const char *metarray, uint32_t index,
+		     uint64_t n_pkts[3], uint64_t n_bytes[3])
+{
+	struct rte_swx_ctl_meter_stats stats;
+	uint32_t i, c;
+	int status;
+
+	RTE_BUILD_BUG_ON(RTE_COLORS != 3);
+	for (c = 0; c < RTE_COLORS; c++)
+		n_pkts[c] = n_bytes[c] = 0;
+	for (i = 0; i < bp->n_instances; i++) {
+		status = rte_swx_ctl_meter_stats_read(bp->inst[i].p, metarray, index, &stats);
+		if (status) {
+			bsw_set_error("meter %s[%u] statistics: %s", metarray, index, strerror(-status));
+			return status;
+		}
+		for (c = 0; c < RTE_COLORS; c++) {
+			n_pkts[c] += stats.n_pkts[c];
+			n_bytes[c] += stats.n_bytes[c];
+		}
+	}
+	return 0;
+}
+
 /* ---- ports ---- */
 
 int
