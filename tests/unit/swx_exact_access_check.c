@@ -221,6 +221,46 @@ check_operands(uint32_t cases)
 
 #define METERS 8
 
+/* A meter caught in DPDK's reset (memset under way: the mask of a set meter,
+ * the profile already NULL), which DPDK's instruction would dereference:
+ * ours colours the packet GREEN and counts it, buckets untouched. */
+static int
+check_meter_being_reset(void)
+{
+	static struct state a;
+	static struct meter m[1];
+	struct metarray_runtime r = { .metarray = m, .size_mask = 0 };
+	struct instruction ip;
+	struct meter before;
+
+	memset(m, 0, sizeof(m));
+	m[0].color_mask = RTE_COLORS;
+	m[0].m.tc = 7;
+	before = m[0];
+	memset(a.meta, 0, STRUCT_BYTES);
+	a.meta[0] = 100;					/* the length */
+	a.meta[8] = 0xff;					/* color_out, to be overwritten */
+	state_init(&a, NULL);
+	a.p.metarray_runtime = &r;
+	memset(&ip, 0, sizeof(ip));
+	ip.meter.idx.struct_id = 0;
+	ip.meter.idx.n_bits = 8;
+	ip.meter.idx.offset = 16;			/* 0: the one meter */
+	ip.meter.length.n_bits = 8;
+	ip.meter.length.offset = 0;
+	ip.meter.color_in_val = RTE_COLOR_GREEN;
+	ip.meter.color_out.n_bits = 8;
+	ip.meter.color_out.offset = 8;
+	__instr_meter_mmi_exec(&a.p, &a.t, &ip);
+	before.n_pkts[RTE_COLOR_GREEN]++;
+	before.n_bytes[RTE_COLOR_GREEN] += 100;
+	if (a.meta[8] != RTE_COLOR_GREEN || memcmp(&before, &m[0], sizeof(before))) {
+		printf("MISMATCH meter being reset: colour %u\n", a.meta[8]);
+		return 1;
+	}
+	return 0;
+}
+
 /* meter m[m] length(m) color_in(i) -> color_out(m) on meters in random
  * states, all on one random profile: half set (colour mask RTE_COLORS),
  * half never set (mask GREEN, as DPDK leaves them). A set meter must end with the
@@ -299,7 +339,7 @@ check_meter(uint32_t cases)
 		printf("meter cases not spread: %u set, %u red of %u\n", set, red, cases);
 		return 1;
 	}
-	return 0;
+	return check_meter_being_reset();
 }
 
 int

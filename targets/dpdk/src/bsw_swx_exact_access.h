@@ -327,7 +327,15 @@ bsw_regadd_rmi_exec(struct rte_swx_pipeline *p, struct thread *t,
  * read either: setting the meter rewrites the whole struct. So for such a
  * meter the TSC read and the check (two 64-bit divisions) change nothing
  * that can be observed and are skipped; its statistics count as before. A
- * BNG session without a rate limit is such a meter. */
+ * BNG session without a rate limit is such a meter.
+ *
+ * The control thread sets and resets meters while workers run, and DPDK
+ * does both by clearing the live struct with memset first: a worker can
+ * find the mask of a set meter beside the NULL profile of one being reset,
+ * which DPDK's instruction dereferences. The mask and the profile are read
+ * once each here, and a NULL profile counts as a meter being reset: GREEN.
+ * (Profiles are never freed by the switch, so a profile read before the
+ * memset stays valid; a check on half-cleared buckets colours one packet.) */
 static __rte_always_inline void
 bsw_meter_mmi_exec(struct rte_swx_pipeline *p, struct thread *t,
 		   const struct instruction *ip)
@@ -336,13 +344,18 @@ bsw_meter_mmi_exec(struct rte_swx_pipeline *p, struct thread *t,
 	struct meter *m = &r->metarray[bsw_operand_hbo(t, &ip->meter.idx) & r->size_mask];
 	uint32_t length = (uint32_t)bsw_operand_hbo(t, &ip->meter.length);
 	enum rte_color color_out = RTE_COLOR_GREEN;
+	enum rte_color mask = __atomic_load_n(&m->color_mask, __ATOMIC_RELAXED);
 
 	rte_prefetch0(m->n_pkts);
-	if (m->color_mask != RTE_COLOR_GREEN) {
-		color_out = rte_meter_trtcm_color_aware_check(
-			&m->m, &m->profile->profile, rte_get_tsc_cycles(), length,
-			(enum rte_color)ip->meter.color_in_val);
-		color_out &= m->color_mask;
+	if (mask != RTE_COLOR_GREEN) {
+		struct meter_profile *mp = __atomic_load_n(&m->profile, __ATOMIC_RELAXED);
+
+		if (likely(mp != NULL)) {
+			color_out = rte_meter_trtcm_color_aware_check(
+				&m->m, &mp->profile, rte_get_tsc_cycles(), length,
+				(enum rte_color)ip->meter.color_in_val);
+			color_out &= mask;
+		}
 	}
 	bsw_set_hbo(t, &ip->meter.color_out, (uint64_t)color_out);
 	m->n_pkts[color_out]++;
