@@ -155,6 +155,7 @@ class ApiServer:
                 c = (await s.read_counters([sub])).get(sub.sess_idx)
                 if c is not None:
                     d["counters"] = vars(c)
+                d["policer"] = await s.read_policers(sub)
             return d
         if cmd == "counters":
             return await ctl.counters()

@@ -287,5 +287,24 @@ class BngTables:
                 c.packets_out, c.octets_out = ce.data.packet_count, ce.data.byte_count
         return out
 
+    def session_policer_reads(self, sess_idx: int) -> list[p4r.Entity]:
+        return [p4r.Entity(meter_entry=self.b.meter_entry(name, sess_idx))
+                for name in ("session_meter_up", "session_meter_down")]
+
+    def session_policers(self, entities: list[p4r.Entity]) -> dict[str, dict[str, dict[str, int]]]:
+        """What a session's policers let through (green, yellow) and dropped
+        (red), in packets and PPP payload bytes, by direction, from the
+        meter reads of session_policer_reads (counted since the policer was
+        last configured)."""
+        up_id = self.names.meter("session_meter_up").preamble.id
+        out: dict[str, dict[str, dict[str, int]]] = {}
+        for e in entities:
+            me = e.meter_entry
+            out["up" if me.meter_id == up_id else "down"] = {
+                colour: {"packets": c.packet_count, "bytes": c.byte_count}
+                for colour, c in (("green", me.counter_data.green), ("yellow", me.counter_data.yellow),
+                                  ("red", me.counter_data.red))}
+        return out
+
     def table_read(self, name: str | None = None) -> p4r.Entity:
         return p4r.Entity(table_entry=p4r.TableEntry(table_id=self.table_id(name) if name else 0))

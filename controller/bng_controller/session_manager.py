@@ -769,6 +769,10 @@ class SessionManager:
             out.update(self.tables.session_counters(await self.switch.read(*reads[i:i + 4000])))
         return out
 
+    async def read_policers(self, sub: Subscriber) -> dict[str, dict[str, dict[str, int]]]:
+        """The session's policer colour counts by direction (bngctl show session)."""
+        return self.tables.session_policers(await self.switch.read(*self.tables.session_policer_reads(sub.sess_idx)))
+
     async def accounting_loop(self) -> None:
         """Interim updates and idle timeouts, checked every tick for the
         sessions that are due (one counters read for all of them)."""

@@ -120,6 +120,9 @@ def test_bngctl_shows_and_clears_a_session(lab):
                                            text=True, check=True).stdout)
         assert detail["ppp"]["lcp"] == "OPENED" and detail["ppp"]["ipcp"] == "OPENED"
         assert "counters" in detail
+        # the session's policers, per direction and colour: no rate limit, nothing red
+        assert set(detail["policer"]) == {"up", "down"}
+        assert all(detail["policer"][d]["red"] == {"packets": 0, "bytes": 0} for d in ("up", "down"))
         subprocess.run(bngctl + ["clear", "session", str(sid)], capture_output=True, text=True, check=True)
         st = e.wait_status(lambda s: s["flaps"] >= 1, 15, "the cleared session to drop")
         assert st["established"] == 1 and st["ever_established"] == 2

@@ -2,7 +2,8 @@
 the LNS role on gets set_local, where the data plane looks LNS IPv4
 upstream up in l2tp_up_v4. Everywhere else set_local_no_lns spares L2TP
 data that lookup; were the LNS endpoint to get it, its subscribers' IPv4
-would all drop as SPOOFED. And the IPv4 routes and the L2TP tunnels: each
+would all drop as SPOOFED on Tofino, which looks local_ipv4 up first (the
+DPDK build looks up sessions first and treats both actions alike). And the IPv4 routes and the L2TP tunnels: each
 carries its next hop's L2 rewrite once ARP has resolved it."""
 from __future__ import annotations
 
