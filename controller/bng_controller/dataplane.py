@@ -23,7 +23,8 @@ _TABLES = ("line_map", "pppoe_up_v4", "pppoe_session", "ipv6_antispoof", "my_sta
            "local_ipv4", "local_ipv6", "ipv4_session", "ipv6_session", "l2tp_up_v4", "l2tp_session",
            "l2tp_tunnel", "fib_v4", "fib_v6", "nexthop", "packet_out_port")
 _COUNTERS = ("session_up", "session_down", "drops", "punts")
-_METERS = ("session_meter_up", "session_meter_down", "punt_meter")
+_SESSION_METERS = ("session_meter_up", "session_meter_down")     # up, down
+_METERS = (*_SESSION_METERS, "punt_meter")
 
 
 @dataclass(frozen=True)
@@ -259,7 +260,7 @@ class BngTables:
                        burst_ms: int = 100) -> list[p4r.MeterEntry]:
         """Byte meters (PPP payload) per direction; None: unlimited."""
         out = []
-        for name, kbps in (("session_meter_up", up_kbps), ("session_meter_down", down_kbps)):
+        for name, kbps in zip(_SESSION_METERS, (up_kbps, down_kbps)):
             if kbps:
                 rate = kbps * 1000 // 8
                 burst = max(rate * burst_ms // 1000, 3000)
@@ -289,14 +290,14 @@ class BngTables:
 
     def session_policer_reads(self, sess_idx: int) -> list[p4r.Entity]:
         return [p4r.Entity(meter_entry=self.b.meter_entry(name, sess_idx))
-                for name in ("session_meter_up", "session_meter_down")]
+                for name in _SESSION_METERS]
 
     def session_policers(self, entities: list[p4r.Entity]) -> dict[str, dict[str, dict[str, int]]]:
         """What a session's policers let through (green, yellow) and dropped
         (red), in packets and PPP payload bytes, by direction, from the
         meter reads of session_policer_reads (counted since the policer was
         last configured)."""
-        up_id = self.names.meter("session_meter_up").preamble.id
+        up_id = self.names.meter(_SESSION_METERS[0]).preamble.id
         out: dict[str, dict[str, dict[str, int]]] = {}
         for e in entities:
             me = e.meter_entry

@@ -70,7 +70,8 @@ def canonical(value: int, bitwidth: int) -> bytes:
 def _without_direct(te: p4r.TableEntry) -> p4r.TableEntry:
     """The entry as Read returns it: a write's counter data and meter config
     are not part of it (the data plane's counter is the truth; the meter
-    config is kept beside it)."""
+    config is kept beside it), nor are meter colour counts (refused on
+    writes, but a DELETE is not checked for them)."""
     if not (te.HasField("counter_data") or te.HasField("meter_config") or te.HasField("meter_counter_data")):
         return te
     out = p4r.TableEntry()
