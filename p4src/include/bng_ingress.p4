@@ -403,11 +403,12 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
     }
 
 /* The L2TP data session lookups: LNS upstream with its IPv4 source first
- * (skipped at a LAC-only address, whose local_ipv4 entry sets no_lns), then
- * the session alone. Written once, applied where BNG_LOCAL_IPV4_FIRST puts
- * them: under the local_ipv4 hit on Tofino, before local_ipv4 elsewhere. */
-#define BNG_L2TP_SESSION_LOOKUPS \
-    if (hdr.inner_ipv4.isValid() && meta.no_lns == 0) { \
+ * where up_v4 holds, then the session alone. Written once, applied where
+ * BNG_LOCAL_IPV4_FIRST puts them: under the local_ipv4 hit on Tofino, whose
+ * no_lns then spares a LAC-only address the l2tp_up_v4 miss; before
+ * local_ipv4 elsewhere, where no_lns is not known yet. */
+#define BNG_L2TP_SESSION_LOOKUPS(up_v4) \
+    if (up_v4) { \
         if (l2tp_up_v4.apply().hit) { \
             kind = KIND_TERM_V4; \
         } \
@@ -450,7 +451,6 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
         }
 #else
         meta.is_local = 0;                  /* looked up where a branch needs it */
-        meta.no_lns = 0;
 #endif
         if (BNG_PAST_FRAME(meta.parsed_len)) {
             drop_for(DropReason_t.MALFORMED);          /* truncated */
@@ -550,7 +550,7 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
                  * (its local_ip) and a subscriber's address is none of them:
                  * only what no session claims needs local_ipv4. */
                 if (hdr.l2tp.isValid() && meta.l2tp_class == L2TP_DATA) {
-                    BNG_L2TP_SESSION_LOOKUPS
+                    BNG_L2TP_SESSION_LOOKUPS(hdr.inner_ipv4.isValid())
                 }
                 if (kind != KIND_NONE) {
                     meta.is_local = 1;
@@ -571,7 +571,7 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
                      * longest chain of stages (LNS upstream). A malformed
                      * packet's lookup results are not used. */
                     if (meta.l2tp_class == L2TP_DATA) {
-                        BNG_L2TP_SESSION_LOOKUPS
+                        BNG_L2TP_SESSION_LOOKUPS(hdr.inner_ipv4.isValid() && meta.no_lns == 0)
                     }
 #endif
                     /* PPP carried = UDP length - UDP, L2TP and 0xff03 */

@@ -30,7 +30,7 @@ from .gc_policy import GcPolicy
 from .packet_socket import PacketSocket
 from .pipeline_map import MappingError
 from .swx_spec import SpecError
-from .table_store import P4RuntimeError, canonical, check_meter_config, decode_value, reject_meter_counter_data
+from .table_store import P4RuntimeError, canonical, check_meter_config, decode_value, reject_meter_counts
 
 log = logging.getLogger("bng_switch.p4runtime")
 
@@ -300,7 +300,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             raise P4RuntimeError(grpc.StatusCode.INVALID_ARGUMENT, f"meter {m.name}: index required")
         idx = me.index.index
         self._check_index(m.name, idx, m.size)
-        reject_meter_counter_data(me, f"meter {m.name}[{idx}]")
+        reject_meter_counts(me, "counter_data", f"meter {m.name}[{idx}]")
         cfg = me.config if me.HasField("config") else None
         if cfg is not None:
             check_meter_config(cfg, f"meter {m.name}[{idx}]")
@@ -331,7 +331,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         dme = u.entity.direct_meter_entry
         self._direct_table(dme.table_entry.table_id, "direct_meter")
         ts, stored = self.device.store.find(dme.table_entry)
-        reject_meter_counter_data(dme, f"table {ts.map.name} direct meter")
+        reject_meter_counts(dme, "counter_data", f"table {ts.map.name} direct meter")
         cfg = dme.config if dme.HasField("config") else None
         if cfg is not None:
             check_meter_config(cfg, f"table {ts.map.name} direct meter")

@@ -46,14 +46,15 @@ def decode_value(data: bytes, bitwidth: int, what: str) -> int:
     return value
 
 
-def reject_meter_counter_data(entry: p4r.MeterEntry | p4r.DirectMeterEntry, what: str) -> None:
-    """A meter write may not carry per-colour counts: SWX counts colours
-    itself and has no way to set them (setting or resetting the meter
-    clears them), so they would be silently dropped."""
-    if entry.HasField("counter_data"):
-        raise P4RuntimeError(grpc.StatusCode.INVALID_ARGUMENT,
-                             f"{what}: counter_data cannot be written (read-only per-colour counts; "
-                             "a config write clears them)")
+def reject_meter_counts(msg: p4r.MeterEntry | p4r.DirectMeterEntry | p4r.TableEntry, field: str,
+                        what: str) -> None:
+    """A write may not carry a meter's per-colour counts (MeterEntry's and
+    DirectMeterEntry's counter_data, TableEntry's meter_counter_data): SWX
+    counts colours itself and has no way to set them (setting or resetting
+    the meter clears them), so they would be silently dropped."""
+    if msg.HasField(field):
+        raise _invalid(f"{what}: {field} cannot be written (read-only per-colour meter counts; "
+                       "a meter config write clears them)")
 
 
 def check_meter_config(cfg: p4r.MeterConfig, what: str) -> None:
@@ -245,9 +246,7 @@ class TableStore:
             if t.direct_meter is None:
                 raise _invalid(f"table {t.name}: meter_config given, but the table has no direct meter")
             check_meter_config(te.meter_config, f"table {t.name} meter_config")
-        if te.HasField("meter_counter_data"):
-            raise _invalid(f"table {t.name}: meter_counter_data cannot be written (read-only per-colour "
-                           "counts of the direct meter; a meter_config write clears them)")
+        reject_meter_counts(te, "meter_counter_data", f"table {t.name}")
 
     def apply(self, update: p4r.Update, ops: libbsw.OpBatch,
               undo: list) -> tuple[TableState, StoredEntry | None] | None:
