@@ -79,13 +79,21 @@ def test_cpus_place_the_lcores_and_must_be_usable(monkeypatch):
         switch_config.from_dict({"name": "sw", "cpus": [0], "eal_args": ["-l", "0-1"], "ports": []})
 
 
-def test_eal_memory_holds_two_ipv4_fibs_per_worker(monkeypatch):
+def test_eal_memory_holds_two_pipelines_per_worker(monkeypatch):
     """Without hugepages the EAL gets the mbufs' memory plus, per worker,
-    room for the DIR-24-8 FIB and the one a FIB change builds beside it."""
+    room for the running pipeline and the one a new program builds beside it
+    (tests/integration/test_switch_memory.py builds them); eal_memory_mb
+    overrides that, and only where the size is fixed."""
     monkeypatch.setattr(switch_config.os, "sched_getaffinity", lambda pid: {0, 1})
-    for workers in (1, 4):
+    for workers in (1, 4, 8):
         argv = switch_config.from_dict({"name": "sw", "workers": workers, "ports": []}).eal_argv()
-        assert int(argv[argv.index("-m") + 1]) == 512 + 2 * switch_config.LPM32_TABLE_MB * workers
+        assert int(argv[argv.index("-m") + 1]) == 512 + 2 * switch_config.PIPELINE_INSTANCE_MB * workers
+    argv = switch_config.from_dict({"name": "sw", "workers": 8, "ports": [], "eal_memory_mb": 900}).eal_argv()
+    assert int(argv[argv.index("-m") + 1]) == 900
+    with pytest.raises(ConfigError, match="only without hugepages"):
+        switch_config.from_dict({"name": "sw", "ports": [], "hugepages": True, "eal_memory_mb": 900})
+    with pytest.raises(ConfigError, match="a size in MB"):
+        switch_config.from_dict({"name": "sw", "ports": [], "eal_memory_mb": -1})
 
 
 def test_undistributed_libpcap_with_workers_and_distributed_pcap_are_refused():

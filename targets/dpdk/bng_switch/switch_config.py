@@ -13,9 +13,12 @@ from pathlib import Path
 import yaml
 
 PORT_TYPES = ("af_packet", "libpcap", "tap", "pci", "pcap")
-# One rte_lpm object (src/bsw_table_lpm.c): its 2^24-entry first level
-# (64 MB), 256 second-level groups and the rules, rounded up.
-LPM32_TABLE_MB = 66
+# What one pipeline instance of the BNG program (p4src/bng) holds in EAL
+# memory: every table allocated at its compiled size, exact tables twice
+# (active and standby), the fib_v4 rte_lpm (src/bsw_table_lpm.c: 64 MB of
+# first level) among them. Measured 154 MB; tests/integration/
+# test_switch_memory.py fails if the program outgrows it.
+PIPELINE_INSTANCE_MB = 160
 
 
 class ConfigError(ValueError):
@@ -82,6 +85,9 @@ class SwitchConfig:
     cpus: list[int] = field(default_factory=list)
     eal_args: list[str] = field(default_factory=list)
     hugepages: bool = False
+    # EAL memory in MB without hugepages; 0: eal_memory() sizes it for the
+    # BNG program. Set it for a program with larger tables.
+    eal_memory_mb: int = 0
     mempool_mbufs: int = 16384
     cpu_port: int = 0
     ports: list[PortConfig] = field(default_factory=list)
@@ -110,15 +116,20 @@ class SwitchConfig:
         if self.hugepages:
             argv.append("--in-memory")
         else:
-            argv += ["--no-huge", "--no-shconf", "-m", str(self.eal_memory_mb())]
+            argv += ["--no-huge", "--no-shconf", "-m", str(self.eal_memory())]
         return argv
 
-    def eal_memory_mb(self) -> int:
-        """EAL memory without hugepages: the mbufs with room to spare, plus
-        the IPv4 FIB. An LPM table on one 32-bit field (the BNG's fib_v4) is
-        DIR-24-8 (src/bsw_table_lpm.c): 64 MB of first-level table per
-        worker, and a FIB change builds the new one before the old is freed."""
-        return max(512, self.mempool_mbufs * 3 // 1024 + 256) + 2 * LPM32_TABLE_MB * self.workers
+    def eal_memory(self) -> int:
+        """EAL memory in MB without hugepages, where it cannot grow after
+        start: the mbufs with room to spare, plus two BNG pipelines per
+        worker, because a new program is built before the one it replaces
+        is freed (one pipeline and the second fib_v4, 66 MB, that a FIB
+        change builds beside the first fit in that too). The pages are only
+        touched as tables are allocated, so the headroom costs address
+        space, not RAM."""
+        if self.eal_memory_mb:
+            return self.eal_memory_mb
+        return max(512, self.mempool_mbufs * 3 // 1024 + 256) + 2 * PIPELINE_INSTANCE_MB * self.workers
 
     def iospec(self, instance: int) -> str:
         """The SWX I/O spec of one pipeline instance.
@@ -173,6 +184,8 @@ class SwitchConfig:
             raise ConfigError(f"table_lookup {self.table_lookup!r}: one of {TABLE_LOOKUPS}")
         if not 1 <= self.workers <= 16:
             raise ConfigError("workers must be 1..16")
+        if self.eal_memory_mb < 0 or (self.eal_memory_mb and self.hugepages):
+            raise ConfigError("eal_memory_mb: a size in MB, and only without hugepages (with them the EAL grows)")
         if self.cpus and self.eal_args:
             raise ConfigError("cpus and eal_args: with eal_args, name the lcores there (--lcores)")
         if self.cpus:

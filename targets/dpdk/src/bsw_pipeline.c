@@ -388,7 +388,8 @@ bsw_pipeline_build(const char *spec_path, const char *work_dir, const char *incl
 			goto error;	/* message already set */
 		if (status) {
 			bsw_set_error("instance %u: pipeline build from %s failed (%s); check the "
-				      "I/O spec ports and that the library matches this DPDK",
+				      "I/O spec ports, the EAL memory left and that the library "
+				      "matches this DPDK",
 				      i, lib_path, strerror(-status));
 			goto error;
 		}

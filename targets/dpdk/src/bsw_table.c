@@ -141,11 +141,16 @@ standby_create(struct bsw_pipeline *bp, struct bsw_instance *in)
 		return -ENOMEM;
 	memcpy(s, a, bp->n_states * sizeof(*s));
 	in->standby = s;
+	/* The copied pointers are the active array's: none may be left in the
+	 * standby array when an allocation below fails, or standby_free would
+	 * free the pipeline's own default action data (a double free when the
+	 * pipeline is freed after it). */
+	for (i = 0; i < bp->n_tables; i++)
+		s[i].default_action_data = NULL;
 
 	for (i = 0; i < bp->n_tables; i++) {
 		struct bsw_table *t = &bp->tables[i];
 
-		s[i].default_action_data = NULL;
 		if (t->action_data_size) {
 			s[i].default_action_data = malloc(t->action_data_size);
 			if (!s[i].default_action_data)
@@ -157,7 +162,7 @@ standby_create(struct bsw_pipeline *bp, struct bsw_instance *in)
 			continue;
 		s[i].obj = t->ops.create(&t->params, NULL, t->args, (int)rte_socket_id());
 		if (!s[i].obj) {
-			bsw_set_error("table %u: cannot create the standby table object", i);
+			bsw_set_error("table %u: cannot create the standby table object (out of EAL memory?)", i);
 			return -ENOMEM;
 		}
 	}
@@ -198,7 +203,7 @@ own_tables_install(struct bsw_pipeline *bp, struct bsw_instance *in)
 			continue;
 		obj = t->ops.create(&t->params, NULL, t->args, (int)rte_socket_id());
 		if (!obj) {
-			bsw_set_error("table %u: cannot create its table object", id);
+			bsw_set_error("table %u: cannot create its table object (out of EAL memory?)", id);
 			return -ENOMEM;
 		}
 		in->active[id].obj = obj;

@@ -1,0 +1,150 @@
+"""The switch's EAL memory without hugepages, with the BNG program.
+
+Without hugepages the EAL's memory is fixed at start (`-m`, from
+SwitchConfig.eal_memory()). These tests hold the three things that rely on
+it, on a switch of four workers (instances):
+  - one BNG pipeline instance fits in PIPELINE_INSTANCE_MB, the figure the
+    default size is computed from;
+  - with the default size a second program is built beside the running one
+    (what a SetForwardingPipelineConfig does) and a FIB change, which builds
+    a second rte_lpm per instance, is committed on it;
+  - wherever the memory runs out during a build, the build is refused with
+    a message naming it, nothing leaks, and the process lives on. Before the
+    fix, a standby table array that failed half-way was freed with the
+    pipeline's own default action data in it: a double free that aborted
+    the switch.
+
+The pipelines are built in a child process (this file run as a script):
+DPDK's EAL can be set up once per process, and pytest's process is shared.
+"""
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.root
+
+WORKERS = 4
+SESSIONS = 1000
+SWEEP_STEP_MB = 8
+
+
+class _HeapStats(ctypes.Structure):
+    """struct rte_malloc_socket_stats (rte_malloc.h)."""
+    _fields_ = [("heap_totalsz_bytes", ctypes.c_size_t), ("heap_freesz_bytes", ctypes.c_size_t),
+                ("greatest_free_size", ctypes.c_size_t), ("free_count", ctypes.c_uint),
+                ("alloc_count", ctypes.c_uint), ("heap_allocsz_bytes", ctypes.c_size_t)]
+
+
+def child(work: str) -> dict:
+    from bench.bench_bng import BNG_MAC, CORE_MAC, PORT, entries
+    from bench.bench_dataplane import insert_update, make_pcap, pipeline_with_entries
+    from bng_lab.in_process import load_program, start_eal
+    from bng_switch import libbsw, switch_config
+
+    cfg = switch_config.from_dict({"name": "mem", "work_dir": work, "workers": WORKERS,
+                                   "ports": [{"id": 1, "type": "pcap", "rx_pcap": f"{work}/in.pcap",
+                                              "tx_pcap": "none"}]})
+    make_pcap(Path(work) / "in.pcap", "64", 4)
+    lib = start_eal(cfg)
+    iospecs = [cfg.iospec(k) for k in range(WORKERS)]
+    prog = load_program("bng", Path(work), "bng.spec")
+
+    eal = ctypes.CDLL("librte_eal.so.23")
+    eal.rte_malloc.restype = ctypes.c_void_p
+    eal.rte_malloc.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_uint]
+    eal.rte_free.argtypes = [ctypes.c_void_p]
+
+    def heap() -> _HeapStats:
+        s = _HeapStats()
+        eal.rte_malloc_get_socket_stats(0, ctypes.byref(s))
+        return s
+
+    def build():
+        return lib.pipeline_build(str(prog.spec_path), work, cfg.dpdk_include, iospecs, "compiled-only")
+
+    def with_sessions():
+        return pipeline_with_entries(lib, prog, Path(work), iospecs, cfg.dpdk_include, "compiled-only", True,
+                                     lambda pmap: entries("pppoe_up", SESSIONS,
+                                                          lambda *e: insert_update(pmap, *e)))[0]
+
+    out: dict = {"eal_mb": cfg.eal_memory()}
+
+    before = heap().heap_allocsz_bytes
+    p = build()
+    out["instance_mb"] = (heap().heap_allocsz_bytes - before) / WORKERS / 2**20
+    p.free()
+
+    # A new program beside the running one, then a FIB change on it.
+    running = with_sessions()
+    new = with_sessions()
+    pmap = prog.pipeline_map()
+    pmap.bind(new)
+    from bng_switch.table_store import TableStore
+    store = TableStore(pmap)
+    ops, undo = libbsw.OpBatch(), []
+    fib = next(t for t in pmap.tables.values() if t.name.endswith(".fib_v4"))
+    dst = next(iter(fib.fields.values())).name
+    store.apply(insert_update(pmap, "fib_v4", {dst: 0x0a000001}, "set_nexthop_l2",
+                              {"port": PORT, "smac": BNG_MAC, "dmac": CORE_MAC, "vid": 0}), ops, undo)
+    store.add_rebuilds(ops)
+    new.table_commit(ops)
+    out["swap"] = "ok"
+    running.free()
+    new.free()
+
+    # Leave less and less EAL memory free: every build either works or is
+    # refused, and a refused one gives back all it took.
+    base = heap().heap_allocsz_bytes
+    out["refusals"], out["built"], out["leaks"] = [], 0, []
+    need_mb = int(out["instance_mb"] * WORKERS) + 2 * SWEEP_STEP_MB
+    for free_mb in range(0, need_mb, SWEEP_STEP_MB):
+        ballast = eal.rte_malloc(None, max(1, heap().greatest_free_size - free_mb * 2**20), 0)
+        try:
+            build().free()
+            out["built"] += 1
+        except libbsw.BswError as e:
+            out["refusals"].append(str(e))
+        eal.rte_free(ballast)
+        if heap().heap_allocsz_bytes != base:
+            out["leaks"].append(free_mb)
+    return out
+
+
+@pytest.fixture(scope="module")
+def result():
+    r = subprocess.run([sys.executable, __file__], capture_output=True, text=True, timeout=600,
+                       env=dict(os.environ))
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def test_an_instance_fits_the_figure_the_default_is_sized_by(result):
+    from bng_switch import switch_config
+    assert 0 < result["instance_mb"] <= switch_config.PIPELINE_INSTANCE_MB, result["instance_mb"]
+
+
+def test_a_new_program_builds_beside_the_running_one_and_takes_a_fib_change(result):
+    assert result["swap"] == "ok"
+
+
+def test_running_out_of_eal_memory_is_refused_cleanly_wherever_it_happens(result):
+    assert result["refusals"] and result["built"], result
+    assert result["leaks"] == []
+    for msg in result["refusals"]:
+        assert msg.startswith("bsw_pipeline_build: ") and "EAL memory" in msg, msg
+    # the sweep reached the tables' own allocations, where the double free was
+    assert any("standby table object" in m for m in result["refusals"]), result["refusals"]
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))     # bench/
+    with tempfile.TemporaryDirectory(prefix="switch-memory-") as work_dir:
+        print(json.dumps(child(work_dir)))
