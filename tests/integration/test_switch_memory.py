@@ -12,7 +12,10 @@ it, on a switch of four workers (instances):
     a message naming it, nothing leaks, and the process lives on. Before the
     fix, a standby table array that failed half-way was freed with the
     pipeline's own default action data in it: a double free that aborted
-    the switch.
+    the switch;
+  - a FIB change that finds room for fewer new rte_lpm objects than there
+    are instances is refused as ENOMEM (RESOURCE_EXHAUSTED over P4Runtime)
+    and frees those it built; before, they leaked, 66 MB each.
 
 The pipelines are built in a child process (this file run as a script):
 DPDK's EAL can be set up once per process, and pytest's process is shared.
@@ -20,6 +23,7 @@ DPDK's EAL can be set up once per process, and pytest's process is shared.
 from __future__ import annotations
 
 import ctypes
+import errno
 import json
 import os
 import subprocess
@@ -67,6 +71,21 @@ def child(work: str) -> dict:
         eal.rte_malloc_get_socket_stats(0, ctypes.byref(s))
         return s
 
+    def leave_free(mb: int) -> list:
+        """Blocks taken from the EAL heap until about mb MB of it is left
+        free (in whatever pieces it is): free them with rte_free."""
+        taken = []
+        while True:
+            s = heap()
+            extra = s.heap_freesz_bytes - mb * 2**20
+            if extra <= 2**20 or s.greatest_free_size <= 2**20:
+                return taken
+            # the largest free element holds its own header too
+            block = eal.rte_malloc(None, min(extra, s.greatest_free_size - 2**17), 0)
+            if not block:
+                return taken
+            taken.append(block)
+
     def build():
         return lib.pipeline_build(str(prog.spec_path), work, cfg.dpdk_include, iospecs, "compiled-only")
 
@@ -82,22 +101,57 @@ def child(work: str) -> dict:
     out["instance_mb"] = (heap().heap_allocsz_bytes - before) / WORKERS / 2**20
     p.free()
 
+    def fib_change(p):
+        """A host route committed on p: the FIB (rte_lpm) rebuilt in every instance."""
+        from bng_switch.table_store import TableStore
+        pmap = prog.pipeline_map()
+        pmap.bind(p)
+        store = TableStore(pmap)
+        ops, undo = libbsw.OpBatch(), []
+        fib = next(t for t in pmap.tables.values() if t.name.endswith(".fib_v4"))
+        dst = next(iter(fib.fields.values())).name
+        store.apply(insert_update(pmap, "fib_v4", {dst: 0x0a000001}, "set_nexthop_l2",
+                                  {"port": PORT, "smac": BNG_MAC, "dmac": CORE_MAC, "vid": 0}), ops, undo)
+        store.add_rebuilds(ops)
+        p.table_commit(ops)
+
     # A new program beside the running one, then a FIB change on it.
     running = with_sessions()
     new = with_sessions()
-    pmap = prog.pipeline_map()
-    pmap.bind(new)
-    from bng_switch.table_store import TableStore
-    store = TableStore(pmap)
-    ops, undo = libbsw.OpBatch(), []
-    fib = next(t for t in pmap.tables.values() if t.name.endswith(".fib_v4"))
-    dst = next(iter(fib.fields.values())).name
-    store.apply(insert_update(pmap, "fib_v4", {dst: 0x0a000001}, "set_nexthop_l2",
-                              {"port": PORT, "smac": BNG_MAC, "dmac": CORE_MAC, "vid": 0}), ops, undo)
-    store.add_rebuilds(ops)
-    new.table_commit(ops)
+    fib_change(new)
     out["swap"] = "ok"
     running.free()
+
+    # A FIB change with room for one new rte_lpm object of the four:
+    # refused, and the one it built is freed.
+    before = heap().heap_allocsz_bytes
+    hole = eal.rte_malloc(None, 100 * 2**20, 0)     # room for one, in one piece
+    taken = leave_free(0)
+    eal.rte_free(hole)
+    try:
+        fib_change(new)
+        out["fib_short"] = "committed"
+    except libbsw.BswError as e:
+        out["fib_short"] = f"{e.errno}: {e}"
+    for block in taken:
+        eal.rte_free(block)
+    out["fib_short_leak"] = heap().heap_allocsz_bytes - before
+    fib_change(new)
+
+    # A FIB rebuild the table type itself refuses keeps the type's reason.
+    pmap = prog.pipeline_map()
+    pmap.bind(new)
+    fib = next(t for t in pmap.tables.values() if t.name.endswith(".fib_v4"))
+    act = next(a for a in fib.actions.values() if a.name.endswith("set_nexthop_l2"))
+    hole_mask = libbsw.OpBatch()
+    hole_mask.rebuild(fib.swx_id, [libbsw.EntryBytes(
+        (0x0A000000).to_bytes(fib.key_size, sys.byteorder), act.swx_id,
+        act.encode({}, fib.data_size), (0xFF00FF00).to_bytes(fib.key_size, sys.byteorder), 24)])
+    try:
+        new.table_commit(hole_mask)
+        out["fib_not_prefix"] = "committed"
+    except libbsw.BswError as e:
+        out["fib_not_prefix"] = f"{e.errno}: {e}"
     new.free()
 
     # Leave less and less EAL memory free: every build either works or is
@@ -106,13 +160,14 @@ def child(work: str) -> dict:
     out["refusals"], out["built"], out["leaks"] = [], 0, []
     need_mb = int(out["instance_mb"] * WORKERS) + 2 * SWEEP_STEP_MB
     for free_mb in range(0, need_mb, SWEEP_STEP_MB):
-        ballast = eal.rte_malloc(None, max(1, heap().greatest_free_size - free_mb * 2**20), 0)
+        taken = leave_free(free_mb)
         try:
             build().free()
             out["built"] += 1
         except libbsw.BswError as e:
             out["refusals"].append(str(e))
-        eal.rte_free(ballast)
+        for block in taken:
+            eal.rte_free(block)
         if heap().heap_allocsz_bytes != base:
             out["leaks"].append(free_mb)
     return out
@@ -133,6 +188,16 @@ def test_an_instance_fits_the_figure_the_default_is_sized_by(result):
 
 def test_a_new_program_builds_beside_the_running_one_and_takes_a_fib_change(result):
     assert result["swap"] == "ok"
+
+
+def test_a_fib_change_without_memory_for_it_is_refused_and_frees_what_it_built(result):
+    assert result["fib_short"].startswith(f"{errno.ENOMEM}: ") and "out of EAL memory" in result["fib_short"]
+    assert result["fib_short_leak"] == 0
+
+
+def test_a_fib_rebuild_the_lpm_refuses_says_why(result):
+    assert result["fib_not_prefix"].startswith(f"{errno.EINVAL}: ") and \
+        "rebuild with 1 entries failed: LPM entry 0a000000/ff00ff00: the mask is no prefix" in result["fib_not_prefix"]
 
 
 def test_running_out_of_eal_memory_is_refused_cleanly_wherever_it_happens(result):

@@ -1,4 +1,5 @@
 """P4Runtime table writes: validation per the spec, and the ops they become."""
+import errno
 import sys
 
 import grpc
@@ -483,6 +484,30 @@ def test_failed_commit_fails_every_table_update_and_restores_the_store(env):
         grpc.StatusCode.OK, grpc.StatusCode.NOT_FOUND, grpc.StatusCode.OK, grpc.StatusCode.OK]
     (ops,) = fake.commits
     assert [op.kind for op in ops] == [libbsw.OP_ADD, libbsw.OP_ADD, libbsw.OP_REBUILD]
+
+
+@pytest.mark.parametrize("err,code", [(errno.ENOMEM, grpc.StatusCode.RESOURCE_EXHAUSTED),
+                                      (errno.EIO, grpc.StatusCode.INTERNAL)])
+def test_a_commit_out_of_memory_is_resource_exhausted(env, err, code):
+    """A rebuild that finds no EAL memory (ENOMEM, like a full table's
+    ENOSPC) is the resource the client asked too much of; anything else the
+    pipeline refuses is the switch's own fault."""
+    import threading
+    from types import SimpleNamespace
+
+    from bng_switch.p4runtime_service import P4RuntimeService, PendingWrite
+
+    store, fake = env
+    req = p4r.WriteRequest(device_id=1)
+    req.updates.add(type=p4r.Update.INSERT).entity.table_entry.CopyFrom(
+        te(2, [(1, "lpm", b"\x0a\x00\x00\x00", 8)], 11))
+    pw = PendingWrite(req)
+    service = SimpleNamespace(device=SimpleNamespace(lock=threading.Lock(), store=store, pipeline=fake),
+                              stats={"writes": 0, "updates": 0, "commits": 0})
+    fake.fail_next_commit = err
+    P4RuntimeService._commit_batch(service, [pw])
+    assert [c for c, _ in pw.errors] == [code]
+    assert all(not ts.entries for ts in store.tables.values())
 
 
 def test_encoders_follow_the_pipeline_layout_not_the_declaration(env):

@@ -10,6 +10,7 @@ as it was, so Read always shows what forwards.
 from __future__ import annotations
 
 import ctypes
+import errno
 import logging
 import queue
 import threading
@@ -246,7 +247,9 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                 for fn in reversed(undo):
                     fn()
                 store.clear_pending()
-                code = grpc.StatusCode.RESOURCE_EXHAUSTED if e.errno == 28 else grpc.StatusCode.INTERNAL
+                # ENOSPC: a table is full; ENOMEM: no EAL memory left for a rebuild.
+                code = grpc.StatusCode.RESOURCE_EXHAUSTED if e.errno in (errno.ENOSPC, errno.ENOMEM) \
+                    else grpc.StatusCode.INTERNAL
                 for pw in batch:
                     for i, u in enumerate(pw.request.updates):
                         if pw.errors[i][0] == grpc.StatusCode.OK and \

@@ -508,15 +508,28 @@ bsw_table_commit(struct bsw_pipeline *bp, const struct bsw_op *ops, uint32_t n_o
 		if (ops[i].kind != BSW_OP_REBUILD)
 			continue;
 		for (k = 0; k < bp->n_instances; k++) {
+			bsw_set_error("%s", "");
 			new_objs[i * bp->n_instances + k] =
 				wildcard_build(&bp->tables[ops[i].table_id], &ops[i]);
 			if (!new_objs[i * bp->n_instances + k]) {
-				bsw_set_error("table %u: rebuild with %u entries failed (bad "
-					      "key/mask or more entries than its size)",
-					      ops[i].table_id, ops[i].n_entries);
+				char why[256];
+
+				/* A table type that says why (an LPM mask that is no
+				 * prefix) refused the entries; one that does not ran
+				 * out of memory (sizes were checked on unpacking). */
+				snprintf(why, sizeof(why), "%s", bsw_last_error());
+				if (why[0]) {
+					bsw_set_error("table %u: rebuild with %u entries failed: %s",
+						      ops[i].table_id, ops[i].n_entries, why);
+					status = -EINVAL;
+				} else {
+					bsw_set_error("table %u: rebuild with %u entries failed (out "
+						      "of EAL memory?)", ops[i].table_id,
+						      ops[i].n_entries);
+					status = -ENOMEM;
+				}
 				*n_done = i;
-				status = -EINVAL;
-				goto out;
+				goto free_new;	/* the objects built before this one */
 			}
 		}
 	}
@@ -580,6 +593,7 @@ rollback:
 	for (k = 0; k < bp->n_instances; k++)
 		ops_undo(bp, bp->inst[k].standby, bp->inst[k].active, ops, n_applied[k],
 			 saved_ids, saved_data);
+free_new:
 	for (i = 0; i < n_ops * bp->n_instances; i++)
 		if (new_objs[i])
 			bp->tables[ops[i / bp->n_instances].table_id].ops.free(new_objs[i]);
