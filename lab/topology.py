@@ -42,10 +42,12 @@ class LabAddresses:
 
 
 def merge(cfg: dict, overrides: dict) -> dict:
-    """Config overrides: sections (dicts) are updated key by key."""
+    """Config overrides, at every depth: a dict updates the section it lands
+    on key by key (so {"aaa": {"radius": {"timeout": 1}}} keeps the rest of
+    aaa.radius); anything else replaces what was there."""
     for k, v in overrides.items():
         if isinstance(v, dict) and isinstance(cfg.get(k), dict):
-            cfg[k] = {**cfg[k], **v}
+            cfg[k] = merge(dict(cfg[k]), v)
         else:
             cfg[k] = v
     return cfg
