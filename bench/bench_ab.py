@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.bench_bng import (PORT, ROLES, check_forwarding, drop_total, frames, role_pipeline,  # noqa: E402
+from bench.bench_bng import (PORT, ROLES, Readouts, check_forwarding, drop_total, frames, role_pipeline,  # noqa: E402
                              spread_flows)
 
 
@@ -62,7 +62,7 @@ def main() -> int:
     work, pcap, cfg, lib, iospecs = start_pcap_bench("bench-bng-ab-", "ab", 1, PORT)
     one_step = cfg.table_lookup == "one-step"
     prog = load_program("bng", work, "bng.spec")
-    enums = json.loads((prog.build_dir / "bng.enums.json").read_text())
+    ro = Readouts.of(prog)
     flows = spread_flows(args.sessions, args.flows)
 
     print(f"bench-ab: {name}={va} (A) against {name}={vb} (B); {args.sessions} sessions, traffic over "
@@ -82,13 +82,13 @@ def main() -> int:
             os.environ[name] = v
             pipes[label], _, _ = role_pipeline(lib, prog, build, iospecs, cfg.dpdk_include, "compiled-only",
                                                one_step, role, args.sessions)
-        drops_before = {label: drop_total(p, enums) for label, p in pipes.items()}
+        drops_before = {label: drop_total(p, ro) for label, p in pipes.items()}
         runs: dict[str, list[float]] = {"a": [], "b": []}
         for k in range(args.rounds):
             for label in (("a", "b") if k % 2 == 0 else ("b", "a")):
                 runs[label].append(measure_mpps(pipes[label], PORT, args.seconds, 1))
         for label, p in pipes.items():
-            check_forwarding(p, enums, role, flows, drops_before[label], f"{role} {name}={values[label]}")
+            check_forwarding(p, ro, role, flows, drops_before[label], f"{role} {name}={values[label]}")
             p.free()
         ma, mb = statistics.median(runs["a"]), statistics.median(runs["b"])
         won = sum(a > b for a, b in zip(runs["a"], runs["b"]))

@@ -37,6 +37,7 @@ import argparse
 import json
 import statistics
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -157,11 +158,32 @@ POLICER_RATE = 1_250_000_000
 POLICER_BURST = 1_000_000
 
 
-def police_sessions(p, role: str, sessions: int) -> None:
+@dataclass
+class Readouts:
+    """What the bench reads back from the bng program: its enums (drop and
+    punt reasons) and the SWX arrays behind its counters (packet counts)
+    and meters by P4 name, as the switch's PipelineMap resolves them."""
+    enums: dict
+    arrays: dict[str, str]
+
+    @classmethod
+    def of(cls, prog) -> "Readouts":
+        pmap = prog.pipeline_map()
+        arrays = {c.name.split(".")[-1]: c.packets_array for c in pmap.counters.values()}
+        arrays.update({m.name.split(".")[-1]: m.swx_name for m in pmap.meters.values()})
+        return cls(json.loads((prog.build_dir / "bng.enums.json").read_text()), arrays)
+
+    def total(self, p, counter: str, enum: str) -> dict[str, int]:
+        """A counter indexed by an enum, by member (0, none, left out)."""
+        return {n: p.regarray_read(self.arrays[counter], i)
+                for n, i in self.enums[enum]["members"].items() if i}
+
+
+def police_sessions(p, ro: Readouts, role: str, sessions: int) -> None:
     """Gives each of the role's sessions a rate limit on its meter of the
     role's direction, as a RADIUS rate limit would; the rates are far above
     what the bench sends, so the check of forwarding still holds."""
-    meter = "session_meter_up_0" if role.endswith("_up") else "session_meter_down_0"
+    meter = ro.arrays["session_meter_up" if role.endswith("_up") else "session_meter_down"]
     for i in range(sessions):
         p.meter_set(meter, i + 1, POLICER_RATE, POLICER_RATE, POLICER_BURST, POLICER_BURST)
 
@@ -212,23 +234,23 @@ def role_pipeline(lib, prog, work: Path, iospecs: list[str], dpdk_include: str, 
                                  lambda pmap: entries(role, sessions, lambda *e: insert_update(pmap, *e)))
 
 
-def drop_total(p, enums: dict) -> int:
+def drop_total(p, ro: Readouts) -> int:
     """Packets the pipeline has counted as dropped, over every reason."""
-    return sum(p.regarray_read("drops_0_packets", i) for i in enums["DropReason_t"]["members"].values())
+    return sum(ro.total(p, "drops", "DropReason_t").values())
 
 
-def check_forwarding(p, enums: dict, role: str, flows: list[int], drops_before: int, label: str) -> None:
+def check_forwarding(p, ro: Readouts, role: str, flows: list[int], drops_before: int, label: str) -> None:
     """Refuses (SystemExit) a measurement of a pipeline that did not forward:
     the sessions' counters must account for what the port received and no
     drop counter may have moved since drops_before (see the module's
     docstring)."""
     stats = p.port_stats(PORT)
-    drops = drop_total(p, enums) - drops_before
-    counter = "session_up_0_packets" if role.endswith("_up") else "session_down_0_packets"
+    drops = drop_total(p, ro) - drops_before
+    counter = ro.arrays["session_up" if role.endswith("_up") else "session_down"]
     forwarded = sum(p.regarray_read(counter, i + 1) for i in flows)
     if drops or forwarded < stats["rx_pkts"] * 0.99:
-        reasons = {n: p.regarray_read("drops_0_packets", i) for n, i in enums["DropReason_t"]["members"].items() if i}
-        punts = {n: p.regarray_read("punts_0_packets", i) for n, i in enums["PuntReason_t"]["members"].items() if i}
+        reasons = ro.total(p, "drops", "DropReason_t")
+        punts = ro.total(p, "punts", "PuntReason_t")
         raise SystemExit(f"{label}: not forwarding (rx {stats['rx_pkts']}, counted by sessions "
                          f"{forwarded}, drops {reasons}, punts {punts})")
 
@@ -246,7 +268,7 @@ def run_child(args) -> dict:
     one_step = (args.lookup or cfg.table_lookup) == "one-step"
 
     prog = load_program("bng", work, "bng.spec")
-    enums = json.loads((prog.build_dir / "bng.enums.json").read_text())
+    ro = Readouts.of(prog)
     flows = spread_flows(args.sessions, args.flows)
 
     out: dict = {}
@@ -265,10 +287,10 @@ def run_child(args) -> dict:
             p, n_ops, install_s = role_pipeline(lib, prog, work, iospecs, cfg.dpdk_include, mode, one_step, role,
                                                 args.sessions)
             if args.policed:
-                police_sessions(p, role, args.sessions)
-            drops_before = drop_total(p, enums)
+                police_sessions(p, ro, role, args.sessions)
+            drops_before = drop_total(p, ro)
             runs = [measure_mpps(p, PORT, args.seconds, args.workers) for _ in range(args.runs)]
-            check_forwarding(p, enums, role, flows, drops_before, f"{role} {size}")
+            check_forwarding(p, ro, role, flows, drops_before, f"{role} {size}")
             res[role] = {"frame_size": size, "avg_frame_b": _avg([len(b) + 4 for b in pkts]), "runs": runs,
                          "entries": n_ops, "install_s": round(install_s, 1)}
             p.free()
