@@ -106,10 +106,12 @@ def test_punt_gives_packet_in_with_metadata(lab, client):
         client.delete(acl)
 
 
-def test_packet_out_leaves_the_chosen_port_untouched(lab, client):
-    client.insert(client.table_entry("packet_out_port", {"egress_port": 2}, "forward", {"port": 2}))
+def packet_out_reaches_port_2(lab, client, frame: bytes) -> bytes | None:
+    """Sends frame by packet-out to port 2 (installing packet_out_port's
+    entry for it if none is there); the frame as h2 got it, or None."""
+    if not client.read_table("packet_out_port"):
+        client.insert(client.table_entry("packet_out_port", {"egress_port": 2}, "forward", {"port": 2}))
     s = netlab.raw_socket(lab["t2"], lab["h2"], timeout=3)
-    frame = bytes(Ether(src="02:00:00:00:00:99", dst=H2_MAC, type=0x88B6) / (b"from-controller" * 4))
     client.packet_out(frame, egress_port=2)
     deadline = time.time() + 5
     got = None
@@ -122,7 +124,26 @@ def test_packet_out_leaves_the_chosen_port_untouched(lab, client):
             got = data
             break
     s.close()
-    assert got == frame
+    return got
+
+
+def test_packet_out_leaves_the_chosen_port_untouched(lab, client):
+    frame = bytes(Ether(src="02:00:00:00:00:99", dst=H2_MAC, type=0x88B6) / (b"from-controller" * 4))
+    assert packet_out_reaches_port_2(lab, client, frame) == frame
+
+
+def test_a_packet_out_larger_than_an_mbuf_is_refused_and_the_next_one_goes_out(lab, client):
+    """A payload of 64 KiB + 64 once slipped past the size check (a 16-bit
+    length in DPDK's append) and was copied past the end of a 2 KiB mbuf."""
+    while not client.stream_errors.empty():
+        client.stream_errors.get()
+    for size in (3000, 65536 + 64):
+        client.packet_out(b"\xab" * size, egress_port=2)
+        err = client.stream_errors.get(timeout=5)
+        assert err.canonical_code == grpc.StatusCode.INVALID_ARGUMENT.value[0], err
+        assert "does not fit one mbuf" in err.message and len(err.packet_out.packet_out.payload) == size
+    frame = bytes(Ether(src="02:00:00:00:00:98", dst=H2_MAC, type=0x88B6) / (b"after-the-big-one" * 4))
+    assert packet_out_reaches_port_2(lab, client, frame) == frame
 
 
 def test_lpm_and_ternary_entries_read_back(client):

@@ -592,7 +592,13 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         try:
             self.device.packet_out(header + payload)
             self.stats["packet_out"] += 1
-        except (libbsw.BswError, RuntimeError) as e:
+        except libbsw.BswError as e:
+            # a frame larger than one mbuf is the client's; no mbuf or a full
+            # ring is the moment's
+            if e.errno == errno.EMSGSIZE:
+                return grpc.StatusCode.INVALID_ARGUMENT, str(e)
+            return grpc.StatusCode.UNAVAILABLE, str(e)
+        except RuntimeError as e:
             return grpc.StatusCode.UNAVAILABLE, str(e)
         return None
 

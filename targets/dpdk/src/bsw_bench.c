@@ -34,7 +34,9 @@ bsw_bench_stock_ctl(struct bsw_pipeline *bp, const char *table_name, uint32_t ac
 	/* rte_swx_ctl takes over the table state of the instance: it must be a
 	 * pipeline the table manager has not written to, and the manager lets
 	 * go of it for good. */
-	bsw_tables_release(bp);
+	status = bsw_tables_release(bp);
+	if (status)
+		return status;
 	ctl = rte_swx_ctl_pipeline_create(bp->inst[0].p);
 	if (!ctl) {
 		bsw_set_error("rte_swx_ctl_pipeline_create failed");

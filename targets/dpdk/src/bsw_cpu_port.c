@@ -119,7 +119,9 @@ bsw_packet_out_send(struct bsw_pipeline *bp, const uint8_t *data, uint32_t len)
 		bsw_set_error("packet-out: no mbuf");
 		return -ENOMEM;
 	}
-	dst = rte_pktmbuf_append(m, len);
+	/* rte_pktmbuf_append takes a 16-bit length: 65536 + x would append x
+	 * and the copy below would run past the mbuf. */
+	dst = len <= rte_pktmbuf_tailroom(m) ? rte_pktmbuf_append(m, (uint16_t)len) : NULL;
 	if (!dst) {
 		rte_pktmbuf_free(m);
 		bsw_set_error("packet-out of %u bytes does not fit one mbuf", len);

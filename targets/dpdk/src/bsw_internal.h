@@ -28,6 +28,7 @@ struct bsw_worker {
 	volatile uint32_t idle;		/* 1: sleeping, no packet in flight */
 	volatile uint32_t running;
 	volatile uint32_t stop;
+	uint32_t launched;	/* on lcore_id (which may be 0) until waited for */
 };
 
 /* Per-table parameters the table objects were created with. */
@@ -78,8 +79,9 @@ struct bsw_pipeline {
 
 int bsw_tables_init(struct bsw_pipeline *bp);
 void bsw_tables_free(struct bsw_pipeline *bp);
-/* Drop the standby arrays: someone else (rte_swx_ctl) manages the tables now. */
-void bsw_tables_release(struct bsw_pipeline *bp);
+/* Drop the standby arrays: someone else (rte_swx_ctl) manages the tables now.
+ * -ENOMEM when an empty table of the pipeline's type cannot be created. */
+int bsw_tables_release(struct bsw_pipeline *bp);
 void bsw_workers_quiesce(struct bsw_pipeline *bp);
 
 /* Receive back-off (bsw_rx_backoff.c). enable: prepare it for the

@@ -217,28 +217,38 @@ own_tables_install(struct bsw_pipeline *bp, struct bsw_instance *in)
 /* Our objects out of the active array, where install put them (elsewhere
  * the object is the pipeline's type); with restore, an empty object of the
  * pipeline's type and its lookup in their place, else NULL (which every
- * type's free skips) before the pipeline frees its tables. */
-static void
+ * type's free skips) before the pipeline frees its tables. A restore that
+ * cannot create the replacement leaves that table as it was: -ENOMEM. */
+static int
 own_tables_uninstall(struct bsw_pipeline *bp, struct bsw_instance *in, int restore)
 {
 	uint32_t id, th;
 
 	if (!in->active)
-		return;
+		return 0;
 	for (id = 0; id < bp->n_tables; id++) {
 		struct bsw_table *t = &bp->tables[id];
+		void *empty = NULL;
 
 		if (!t->is_own || in->p->threads[0].tables[id].func != t->ops.lkp)
 			continue;
+		if (restore) {
+			empty = t->pipeline_ops.create(&t->params, NULL, t->args,
+						       (int)rte_socket_id());
+			if (!empty) {
+				bsw_set_error("table %u: cannot create the pipeline's own table "
+					      "object (out of EAL memory?)", id);
+				return -ENOMEM;
+			}
+		}
 		t->ops.free(in->active[id].obj);
-		in->active[id].obj = NULL;
+		in->active[id].obj = empty;
 		if (!restore)
 			continue;
-		in->active[id].obj = t->pipeline_ops.create(&t->params, NULL, t->args,
-							    (int)rte_socket_id());
 		for (th = 0; th < RTE_SWX_PIPELINE_THREADS_MAX; th++)
 			in->p->threads[th].tables[id].func = t->pipeline_ops.lkp;
 	}
+	return 0;
 }
 
 int
@@ -280,24 +290,29 @@ bsw_tables_init(struct bsw_pipeline *bp)
 	return 0;
 }
 
-void
+int
 bsw_tables_release(struct bsw_pipeline *bp)
 {
 	uint32_t i, id;
+	int status;
 
 	/* rte_swx_ctl applies the pipeline's table types to the objects it
 	 * finds: give it the pipeline's own (empty; it takes tables that the
-	 * manager has not written to). */
+	 * manager has not written to). The manager lets go either way; after
+	 * a failure, tables still holding our objects are freed as ours. */
+	bp->released = 1;
 	for (i = 0; i < bp->n_instances; i++) {
 		standby_free(bp, &bp->inst[i]);
-		own_tables_uninstall(bp, &bp->inst[i], 1);
+		status = own_tables_uninstall(bp, &bp->inst[i], 1);
+		if (status)
+			return status;
 	}
 	for (id = 0; id < bp->n_tables; id++)
 		if (bp->tables[id].is_own) {
 			bp->tables[id].ops = bp->tables[id].pipeline_ops;
 			bp->tables[id].is_own = 0;
 		}
-	bp->released = 1;
+	return 0;
 }
 
 void
@@ -541,11 +556,18 @@ bsw_table_commit(struct bsw_pipeline *bp, const struct bsw_op *ops, uint32_t n_o
 		if (k == 0)
 			for (i = 0; i < bp->n_tables; i++) {
 				saved_ids[i] = in->standby[i].default_action_id;
-				saved_data[i] = in->standby[i].default_action_data ?
-					malloc(bp->tables[i].action_data_size) : NULL;
-				if (saved_data[i])
-					memcpy(saved_data[i], in->standby[i].default_action_data,
-					       bp->tables[i].action_data_size);
+				if (!in->standby[i].default_action_data ||
+				    !bp->tables[i].action_data_size)
+					continue;
+				/* the rollback copies it back: it must exist */
+				saved_data[i] = malloc(bp->tables[i].action_data_size);
+				if (!saved_data[i]) {
+					bsw_set_error("out of memory saving the default actions");
+					status = -ENOMEM;
+					goto free_new;	/* nothing applied yet */
+				}
+				memcpy(saved_data[i], in->standby[i].default_action_data,
+				       bp->tables[i].action_data_size);
 			}
 		for (i = 0; i < n_ops; i++) {
 			status = op_apply(bp, in->standby, &ops[i],

@@ -146,6 +146,7 @@ bsw_workers_start(struct bsw_pipeline *bp, uint32_t idle_us, int32_t nice)
 			bsw_workers_stop(bp);
 			return -EBUSY;
 		}
+		w->launched = 1;
 		k++;
 	}
 	bp->workers_started = 1;
@@ -159,9 +160,13 @@ bsw_workers_stop(struct bsw_pipeline *bp)
 
 	for (k = 0; k < bp->n_instances; k++)
 		__atomic_store_n(&bp->workers[k].stop, 1, __ATOMIC_RELEASE);
+	/* Every launched worker is waited for, whatever its lcore id and even
+	 * if it has already cleared `running`: the pipeline may be freed next. */
 	for (k = 0; k < bp->n_instances; k++)
-		if (bp->workers[k].lcore_id && bp->workers[k].running)
+		if (bp->workers[k].launched) {
 			rte_eal_wait_lcore(bp->workers[k].lcore_id);
+			bp->workers[k].launched = 0;
+		}
 	bp->workers_started = 0;
 	return 0;
 }
