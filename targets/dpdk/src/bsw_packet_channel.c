@@ -283,7 +283,9 @@ bsw_packet_channel_start(struct bsw_pipeline *bp, int fd,
 		const struct bsw_channel_field *f = i < n_in ? &in[i] : &out[i - n_in];
 		uint32_t bytes = i < n_in ? in_bytes : out_bytes;
 
-		if (!f->width || f->width > 64 || f->bit_offset + f->width > bytes * 8) {
+		/* written so that no sum can wrap */
+		if (!f->width || f->width > 64 || f->bit_offset > bytes * 8 ||
+		    f->width > bytes * 8 - f->bit_offset) {
 			bsw_set_error("controller header field %u: bad offset/width", f->id);
 			return -EINVAL;
 		}
