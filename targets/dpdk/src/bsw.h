@@ -202,6 +202,11 @@ int bsw_regarray_read(struct bsw_pipeline *bp, const char *name, uint32_t index,
 		      uint64_t *value);
 int bsw_regarray_write(struct bsw_pipeline *bp, const char *name, uint32_t index,
 		       uint64_t value);
+/* The name of the DPDK meter profile of these parameters: 'p' and 43
+ * characters holding all their bits, so two configurations never share one. */
+#define BSW_METER_PROFILE_NAME_SIZE 45
+void bsw_meter_profile_name(char name[BSW_METER_PROFILE_NAME_SIZE], uint64_t cir, uint64_t pir,
+			    uint64_t cbs, uint64_t pbs);
 /* Two-rate three-colour meter (RFC 2698) profile; rates in bytes/s, bursts in bytes. */
 int bsw_meter_set(struct bsw_pipeline *bp, const char *metarray, uint32_t index,
 		  uint64_t cir, uint64_t pir, uint64_t cbs, uint64_t pbs);

@@ -96,10 +96,10 @@ void bsw_rx_backoff_reset(struct bsw_rx_backoff *b);
 /* The next packet-in from any instance's CPU ring (round robin), or NULL. */
 struct rte_mbuf *bsw_cpu_in_dequeue(struct bsw_pipeline *bp);
 
-/* bsw_pipeline.c: 1 when a line of the spec starts with prefix (after
- * blanks, or after an instruction's label), 0 when none does, -1 when the
- * spec cannot be read. */
-int bsw_spec_has_line(const char *spec_path, const char *prefix);
+/* bsw_pipeline.c: 1 when a line of the spec starts with the blank-separated
+ * words (tokens as DPDK's spec parser splits them, after an instruction's
+ * label), 0 when none does, -1 when the spec cannot be read. */
+int bsw_spec_has_line(const char *spec_path, const char *words);
 /* Frame length prelude (bsw_frame_length.c): 1 when the spec declares it. */
 int bsw_spec_wants_frame_length(const char *spec_path);
 /* Wrap the instance's input ports so each frame gets the prelude. */

@@ -77,22 +77,56 @@ table_stats_wanted(void)
 	return v && !strcmp(v, "1");
 }
 
-int
-bsw_spec_has_line(const char *spec_path, const char *prefix)
+#define SPEC_BLANKS " \f\n\r\t\v"
+
+/* One line's tokens as DPDK's spec parser splits them (blanks of any kind,
+ * a comment ends the line), less an instruction's label ("L : ..."). */
+static uint32_t
+spec_line_tokens(char *line, char **tokens, uint32_t max)
 {
-	char line[512];
-	FILE *f = fopen(spec_path, "r");
+	char *save = NULL, *tok;
+	uint32_t n = 0;
+
+	for (tok = strtok_r(line, SPEC_BLANKS, &save); tok && n < max;
+	     tok = strtok_r(NULL, SPEC_BLANKS, &save)) {
+		if (tok[0] == '#' || tok[0] == ';' || (tok[0] == '/' && tok[1] == '/'))
+			break;
+		tokens[n++] = tok;
+	}
+	if (n >= 2 && !strcmp(tokens[1], ":")) {
+		memmove(tokens, tokens + 2, (n - 2) * sizeof(*tokens));
+		n -= 2;
+	}
+	return n;
+}
+
+int
+bsw_spec_has_line(const char *spec_path, const char *words)
+{
+	char *want_buf = strdup(words), *want[8], *got[8], *line = NULL;
+	uint32_t n_want, n_got, i;
+	size_t cap = 0;
+	FILE *f;
 	int found = 0;
 
-	if (!f)
+	if (!want_buf)
 		return -1;
-	while (!found && fgets(line, sizeof(line), f)) {
-		const char *c = line + strspn(line, " \t");
-		const char *label_end = strstr(c, " :\t");
-
-		found = !strncmp(c, prefix, strlen(prefix)) ||
-			(label_end && !strncmp(label_end + 3, prefix, strlen(prefix)));
+	n_want = spec_line_tokens(want_buf, want, RTE_DIM(want));
+	f = fopen(spec_path, "r");
+	if (!f) {
+		free(want_buf);
+		return -1;
 	}
+	while (!found && getline(&line, &cap, f) >= 0) {
+		n_got = spec_line_tokens(line, got, RTE_DIM(got));
+		if (n_got < n_want)
+			continue;
+		for (i = 0; i < n_want && !strcmp(got[i], want[i]); i++)
+			;
+		found = n_want && i == n_want;
+	}
+	free(line);
+	free(want_buf);
 	fclose(f);
 	return found;
 }
@@ -182,6 +216,9 @@ file_exists(const char *path)
 	return stat(path, &st) == 0 && st.st_size > 0;
 }
 
+/* Longest work_dir or include_dir: room for "/pipeline-<16 hex>.log" in 512. */
+#define BUILD_PATH_MAX 480
+
 static int
 codegen_and_compile(const char *spec_path, const char *work_dir, const char *include_dir,
 		    char *lib_path, size_t lib_path_size)
@@ -195,6 +232,16 @@ codegen_and_compile(const char *spec_path, const char *work_dir, const char *inc
 	uint32_t n_passes = 0;
 	int status, trace, exact, chain, stats;
 
+	/* Both go into file names of fixed size and, single-quoted, into the
+	 * shell command below: refuse what would be cut short (a truncated
+	 * name once cached an empty library) or would end the quoting. */
+	if (strlen(work_dir) > BUILD_PATH_MAX || strchr(work_dir, '\'') ||
+	    strlen(include_dir) > BUILD_PATH_MAX || strchr(include_dir, '\'') ||
+	    lib_path_size < sizeof(c_path)) {
+		bsw_set_error("work_dir and the DPDK include dir must be at most %d characters "
+			      "and hold no single quote", BUILD_PATH_MAX);
+		return -ENAMETOOLONG;
+	}
 	spec = fopen(spec_path, "r");
 	if (!spec) {
 		bsw_set_error("cannot open spec %s: %s", spec_path, strerror(errno));
@@ -604,7 +651,31 @@ bsw_regarray_write(struct bsw_pipeline *bp, const char *name, uint32_t index, ui
 }
 
 /* Meter profiles are named by their parameters, so equal configurations share
- * one profile; DPDK keeps a reference count per profile. */
+ * one profile; DPDK keeps a reference count per profile. The name holds all
+ * 256 bits, 6 to a character: in hex they can need 69 characters, and a
+ * name cut to DPDK's 63 gave two configurations one profile (the second
+ * meter silently got the first's parameters). */
+void
+bsw_meter_profile_name(char name[BSW_METER_PROFILE_NAME_SIZE], uint64_t cir, uint64_t pir,
+		       uint64_t cbs, uint64_t pbs)
+{
+	static const char digits[] =
+		"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz+-";
+	const uint64_t v[4] = {cir, pir, cbs, pbs};
+	uint32_t bit, n = 0;
+
+	name[n++] = 'p';
+	for (bit = 0; bit < 256; bit += 6) {
+		uint32_t w = bit / 64, o = bit % 64;
+		uint64_t x = v[w] >> o;
+
+		if (o > 58 && w < 3)
+			x |= v[w + 1] << (64 - o);
+		name[n++] = digits[x & 63];
+	}
+	name[n] = '\0';
+}
+
 int
 bsw_meter_set(struct bsw_pipeline *bp, const char *metarray, uint32_t index, uint64_t cir,
 	      uint64_t pir, uint64_t cbs, uint64_t pbs)
@@ -612,12 +683,12 @@ bsw_meter_set(struct bsw_pipeline *bp, const char *metarray, uint32_t index, uin
 	struct rte_meter_trtcm_params params = {
 		.cir = cir, .pir = pir, .cbs = cbs, .pbs = pbs,
 	};
-	char profile[64];
+	char profile[BSW_METER_PROFILE_NAME_SIZE];
 	uint32_t i;
 	int status;
 
-	snprintf(profile, sizeof(profile), "p_%llx_%llx_%llx_%llx", (unsigned long long)cir,
-		 (unsigned long long)pir, (unsigned long long)cbs, (unsigned long long)pbs);
+	RTE_BUILD_BUG_ON(BSW_METER_PROFILE_NAME_SIZE > RTE_SWX_NAME_SIZE);
+	bsw_meter_profile_name(profile, cir, pir, cbs, pbs);
 	for (i = 0; i < bp->n_instances; i++) {
 		status = rte_swx_ctl_meter_profile_add(bp->inst[i].p, profile, &params);
 		if (status && status != -EEXIST) {
