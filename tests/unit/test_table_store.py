@@ -271,8 +271,9 @@ def test_multi_field_errors_name_the_field(env, entry, words):
      "priority > 0"),
     (te(3, [(1, "ternary", b"\x08\x01", b"\xff\x00")], 10, [(1, b"\x01")], priority=5),
      grpc.StatusCode.INVALID_ARGUMENT, "outside the mask"),
-    (te(3, [(1, "ternary", b"\x08\x00", b"\xff\xff")], 12, priority=5), grpc.StatusCode.INVALID_ARGUMENT,
+    (te(3, [(1, "ternary", b"\x08\x00", b"\xff\xff")], 12, priority=5), grpc.StatusCode.PERMISSION_DENIED,
      "@defaultonly"),
+    (p4r.TableEntry(table_id=1, is_const=True), grpc.StatusCode.INVALID_ARGUMENT, "is_const must be false"),
     (te(1, [(1, "exact", MAC)], 10, [(1, b"\x01")], priority=3), grpc.StatusCode.INVALID_ARGUMENT,
      "priority must be 0"),
 ])

@@ -20,7 +20,7 @@ from pathlib import Path
 from p4.config.v1 import p4info_pb2
 
 from . import libbsw, swx_spec
-from .pipeline_map import PipelineMap
+from .pipeline_map import MappingError, PipelineMap
 from .switch_config import MEMPOOL, SwitchConfig, cpu_ring, cpu_ring_prefix, dist_ring, dist_ring_prefix, null_ring
 from .table_store import TableStore
 
@@ -56,17 +56,24 @@ class PipelineConfig:
 def decode_device_config(data: bytes) -> tuple[str, dict | None]:
     """The device config is a JSON bundle {format, spec, context} made by
     `make p4`; a bare .spec text is accepted too (names then map by suffix)."""
-    text = data.decode("utf-8", errors="strict") if data else ""
+    try:
+        text = data.decode("utf-8", errors="strict") if data else ""
+    except UnicodeDecodeError as e:
+        raise DeviceConfigError(f"p4_device_config is not UTF-8 text: {e}") from e
     if not text.strip():
         raise DeviceConfigError("empty p4_device_config: expected a bng-swx device config bundle or a .spec")
     if text.lstrip().startswith("{"):
         try:
             bundle = json.loads(text)
-        except json.JSONDecodeError as e:
+        except (json.JSONDecodeError, RecursionError) as e:
             raise DeviceConfigError(f"device config is not valid JSON: {e}") from e
-        if bundle.get("format") != DEVICE_CONFIG_FORMAT:
-            raise DeviceConfigError(f"device config format {bundle.get('format')!r}, expected {DEVICE_CONFIG_FORMAT}")
-        return bundle["spec"], bundle.get("context")
+        if not isinstance(bundle, dict) or bundle.get("format") != DEVICE_CONFIG_FORMAT:
+            fmt = bundle.get("format") if isinstance(bundle, dict) else None
+            raise DeviceConfigError(f"device config format {fmt!r}, expected {DEVICE_CONFIG_FORMAT}")
+        spec, context = bundle.get("spec"), bundle.get("context")
+        if not isinstance(spec, str) or not (context is None or isinstance(context, dict)):
+            raise DeviceConfigError("device config bundle: spec must be text and context an object (or absent)")
+        return spec, context
     return text, None
 
 
@@ -80,7 +87,14 @@ def prepare(p4info: p4info_pb2.P4Info, device_config: bytes, cookie: int = 0) ->
     spec_text, context = decode_device_config(device_config)
     spec = swx_spec.parse(spec_text)
     spec.check_limits()
-    pmap = PipelineMap(p4info, spec, context)
+    try:
+        pmap = PipelineMap(p4info, spec, context)
+    except MappingError:
+        raise
+    except (KeyError, TypeError, AttributeError, ValueError) as e:
+        # a P4Info that refers to what it does not hold (an action id, say),
+        # or a context of the wrong shape
+        raise MappingError(f"the P4Info, spec and context do not fit together: {type(e).__name__}: {e}") from e
     return PipelineConfig(p4info, device_config, cookie, spec_text, context, spec, pmap)
 
 
@@ -152,7 +166,8 @@ class Device:
                 return
             old_entries = self._exported_entries() if reconcile else []
             new = self._build(pc)
-            with self._packet_in_lock:
+            # neither a packet-in nor a packet-out may be using it meanwhile
+            with self._packet_in_lock, self._packet_out_lock:
                 if self.pipeline is not None:
                     self._channel_stop()
                     self.pipeline.free()  # stops its workers first
@@ -238,7 +253,16 @@ class Device:
             if stored.meter_config is not None:
                 metered.append((ts, stored))
         self.store.add_rebuilds(ops)
-        self.pipeline.table_commit(ops)
+        try:
+            self.pipeline.table_commit(ops)
+        except libbsw.BswError:
+            # none of it reached the data plane: the store must not hold it
+            # either (the new program runs with empty tables)
+            for fn in reversed(undo):
+                fn()
+            self.store.clear_pending()
+            log.warning("reconcile: the %d entries kept could not be committed: the tables are empty", kept)
+            raise
         direct = DirectResources(self.pipeline)
         for ts, stored in metered:
             direct.write_meter(ts.map, stored, stored.meter_config)
@@ -314,7 +338,7 @@ class Device:
         return {pid: self.lib.distributor_stats(idx, self.config.workers) for pid, idx in self.distributors.items()}
 
     def shutdown(self) -> None:
-        with self.lock, self._packet_in_lock:
+        with self.lock, self._packet_in_lock, self._packet_out_lock:
             if self.pipeline is not None:
                 self._channel_stop()
                 self.pipeline.free()

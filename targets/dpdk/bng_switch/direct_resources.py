@@ -63,5 +63,6 @@ class DirectResources:
         insert = update.type == p4r.Update.INSERT
         if t.direct_counter is not None and (insert or te.HasField("counter_data")):
             self.write_counter(t, stored, te.counter_data)
-        if t.direct_meter is not None and (insert or te.HasField("meter_config")):
+        reset_default = stored is None and not te.HasField("action")
+        if t.direct_meter is not None and (insert or te.HasField("meter_config") or reset_default):
             self.write_meter(t, stored, ts.meter_config(stored))

@@ -31,7 +31,8 @@ from .gc_policy import GcPolicy
 from .packet_socket import PacketSocket
 from .pipeline_map import MappingError
 from .swx_spec import SpecError
-from .table_store import P4RuntimeError, canonical, check_meter_config, decode_value, reject_meter_counts
+from .table_store import (P4RuntimeError, canonical, check_counter_data, check_meter_config, decode_value,
+                          reject_meter_counts)
 
 log = logging.getLogger("bng_switch.p4runtime")
 
@@ -119,7 +120,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         except (DeviceConfigError, SpecError, MappingError) as e:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
         except libbsw.BswError as e:
-            context.abort(grpc.StatusCode.INTERNAL, f"pipeline build failed: {e}")
+            context.abort(grpc.StatusCode.INTERNAL, f"pipeline build or reconcile failed: {e}")
         return p4r.SetForwardingPipelineConfigResponse()
 
     def GetForwardingPipelineConfig(self, request, context):
@@ -230,12 +231,17 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                             write = self._write_direct_counter if kind == "direct_counter_entry" \
                                 else self._write_direct_meter
                             direct_after.append((pw, i, lambda u=u, write=write: write(u, direct)))
+                        elif kind is None:
+                            raise P4RuntimeError(grpc.StatusCode.INVALID_ARGUMENT, "update without an entity")
                         else:
                             raise P4RuntimeError(grpc.StatusCode.UNIMPLEMENTED, f"{kind} writes are not supported")
                     except P4RuntimeError as e:
                         pw.errors[i] = (e.code, e.message)
                     except libbsw.BswError as e:
                         pw.errors[i] = (grpc.StatusCode.INTERNAL, str(e))
+                    except Exception as e:     # a bug of ours: this update fails, the batch goes on
+                        log.exception("write: %s update %d failed", kind, i)
+                        pw.errors[i] = (grpc.StatusCode.INTERNAL, f"{type(e).__name__}: {e}")
             store.add_rebuilds(ops)
             committed = False
             try:
@@ -279,7 +285,9 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
 
     @staticmethod
     def _check_index(what: str, index: int, size: int) -> None:
-        if not 0 <= index < size:
+        if index < 0:
+            raise P4RuntimeError(grpc.StatusCode.INVALID_ARGUMENT, f"{what}: index {index} is negative")
+        if index >= size:
             raise P4RuntimeError(grpc.StatusCode.OUT_OF_RANGE, f"{what}: index {index} out of 0..{size - 1}")
 
     def _write_counter(self, u: p4r.Update) -> None:
@@ -287,6 +295,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         c = self._counter(ce.counter_id)
         if u.type != p4r.Update.MODIFY:
             raise P4RuntimeError(grpc.StatusCode.INVALID_ARGUMENT, "counter entries can only be modified")
+        check_counter_data(ce.data, f"counter {c.name}")
         indices = [ce.index.index] if ce.HasField("index") else range(c.size)
         for idx in indices:
             self._check_index(c.name, idx, c.size)
@@ -327,6 +336,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         dce = u.entity.direct_counter_entry
         self._direct_table(dce.table_entry.table_id, "direct_counter")
         ts, stored = self.device.store.find(dce.table_entry)
+        check_counter_data(dce.data, f"table {ts.map.name} direct counter")
         direct.write_counter(ts.map, stored, dce.data)
 
     def _write_direct_meter(self, u: p4r.Update, direct: DirectResources) -> None:
@@ -414,19 +424,21 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             yield from self._read_direct(kind, getattr(ent, kind))
         elif kind == "counter_entry":
             ce = ent.counter_entry
-            counters = [self._counter(ce.counter_id)] if ce.counter_id else dev.current.pmap.counters.values()
+            pipeline, current = dev.pipeline, dev.current
+            counters = [self._counter(ce.counter_id)] if ce.counter_id else current.pmap.counters.values()
             for c in counters:
                 indices = [ce.index.index] if ce.HasField("index") else range(c.size)
                 for idx in indices:
                     self._check_index(c.name, idx, c.size)
                     out = p4r.CounterEntry(counter_id=c.id)
                     out.index.index = idx
-                    out.data.CopyFrom(c.read(dev.pipeline, idx))
+                    out.data.CopyFrom(self._on(pipeline, lambda: c.read(pipeline, idx)))
                     yield p4r.Entity(counter_entry=out)
         elif kind == "meter_entry":
             me = ent.meter_entry
-            meters = ([dev.current.pmap.meters[me.meter_id]] if me.meter_id in dev.current.pmap.meters
-                      else [] if me.meter_id else dev.current.pmap.meters.values())
+            pipeline, current = dev.pipeline, dev.current
+            meters = ([current.pmap.meters[me.meter_id]] if me.meter_id in current.pmap.meters
+                      else [] if me.meter_id else current.pmap.meters.values())
             if me.meter_id and not meters:
                 raise P4RuntimeError(grpc.StatusCode.NOT_FOUND, f"meter id {me.meter_id} is not in the P4Info")
             for m in meters:
@@ -438,11 +450,11 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                     cfg = dev.meter_configs.get((m.id, idx))
                     if cfg is not None:
                         out.config.CopyFrom(cfg)
-                    out.counter_data.CopyFrom(m.read_counters(dev.pipeline, idx))
+                    out.counter_data.CopyFrom(self._on(pipeline, lambda: m.read_counters(pipeline, idx)))
                     yield p4r.Entity(meter_entry=out)
         elif kind == "register_entry":
             re_ = ent.register_entry
-            regs = dev.current.pmap.registers
+            pipeline, regs = dev.pipeline, dev.current.pmap.registers
             if re_.register_id and re_.register_id not in regs:
                 raise P4RuntimeError(grpc.StatusCode.NOT_FOUND, f"register id {re_.register_id} is not in the P4Info")
             for r in ([regs[re_.register_id]] if re_.register_id else regs.values()):
@@ -451,10 +463,24 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                     self._check_index(r.name, idx, r.size)
                     out = p4r.RegisterEntry(register_id=r.id)
                     out.index.index = idx
-                    out.data.bitstring = canonical(dev.pipeline.regarray_read(r.swx_name, idx), r.bitwidth)
+                    value = self._on(pipeline, lambda: pipeline.regarray_read(r.swx_name, idx))
+                    out.data.bitstring = canonical(value, r.bitwidth)
                     yield p4r.Entity(register_entry=out)
+        elif kind is None:
+            raise P4RuntimeError(grpc.StatusCode.INVALID_ARGUMENT, "read of an empty entity")
         else:
             raise P4RuntimeError(grpc.StatusCode.UNIMPLEMENTED, f"reading {kind} is not supported")
+
+    def _on(self, pipeline, read):
+        """read() under the device lock, if pipeline is still the device's:
+        a SetForwardingPipelineConfig frees the pipeline it replaces, and a
+        read of it after that would touch freed memory. Indexed reads take
+        the lock one index at a time, so a wildcard read of 64k indexes
+        does not hold writes back for its whole length."""
+        with self.device.lock:
+            if self.device.pipeline is not pipeline:
+                raise P4RuntimeError(grpc.StatusCode.ABORTED, "the forwarding pipeline changed during the read")
+            return read()
 
     def _read_direct(self, kind: str, entry):
         """Direct counter/meter entries of the table entries the request's

@@ -131,7 +131,9 @@ class PacketSocket:
                 raise ValueError(f"role '{grant[1]}': the packet channel is for the default role")
             if not self._is_primary(*grant):
                 raise ValueError(f"election id {grant[2]} is not the primary of role '{grant[1]}'")
-        except (ValueError, KeyError, TypeError, OSError) as e:
+        # OverflowError (Infinity in an int) and RecursionError (deep nesting)
+        # come from hellos too; whatever the client sent, it hears why
+        except (ValueError, KeyError, TypeError, OSError, OverflowError, RecursionError) as e:
             self.stats["refused"] += 1
             try:
                 conn.send(b"ERR " + str(e).encode())

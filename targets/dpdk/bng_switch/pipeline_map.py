@@ -409,6 +409,9 @@ class PipelineMap:
                 for p, idx in zip(sorted(a.params.values(), key=lambda p: p.id), range(len(a.params))):
                     arg = pipeline.action_arg_info(a.swx_id, idx)
                     p.swx_bits, p.network_order, p.offset = arg.n_bits, bool(arg.is_network_byte_order), off
+                    if p.swx_bits < p.bitwidth:
+                        raise MappingError(f"action {a.name} parameter {p.name}: {p.bitwidth} bits in P4Info, "
+                                           f"{p.swx_bits} in the pipeline")
                     off += arg.n_bits // 8
                 a.layout = tuple((p.id, p.bitwidth, p.swx_bits // 8, "big" if p.network_order else "little")
                                  for p in sorted(a.params.values(), key=lambda p: p.id))

@@ -63,6 +63,13 @@ def check_meter_config(cfg: p4r.MeterConfig, what: str) -> None:
         raise _invalid(f"{what}: need 0 <= cir <= pir and non-negative bursts")
 
 
+def check_counter_data(data: p4r.CounterData, what: str) -> None:
+    """Counts are unsigned in the data plane: a negative one would be stored
+    as 2^64 - n and every later read of it would fail."""
+    if data.packet_count < 0 or data.byte_count < 0:
+        raise _invalid(f"{what}: counts must not be negative")
+
+
 def canonical(value: int, bitwidth: int) -> bytes:
     """P4Runtime canonical bytestring: no leading zero bytes, at least one byte."""
     return value.to_bytes(max(1, (value.bit_length() + 7) // 8), "big")
@@ -217,11 +224,13 @@ class TableStore:
         am = t.actions.get(aid)
         if am is None:
             raise _invalid(f"table {t.name}: action id {aid} is not an action of this table")
+        # a valid action outside its scope: PERMISSION_DENIED (spec: Table Entry, action)
         if for_default:
             if aid not in t.default_action_ids:
-                raise _invalid(f"table {t.name}: action {am.name} is @tableonly, not a default action")
+                raise P4RuntimeError(grpc.StatusCode.PERMISSION_DENIED,
+                                     f"table {t.name}: action {am.name} is @tableonly, not a default action")
         elif aid not in t.entry_action_ids:
-            raise _invalid(f"table {t.name}: action {am.name} is @defaultonly")
+            raise P4RuntimeError(grpc.StatusCode.PERMISSION_DENIED, f"table {t.name}: action {am.name} is @defaultonly")
         values: dict[int, int] = {}
         pmaps = am.params
         for p in a.params:
@@ -240,8 +249,10 @@ class TableStore:
     # ---- updates ----
     @staticmethod
     def _check_direct(t: TableMap, te: p4r.TableEntry) -> None:
-        if te.HasField("counter_data") and t.direct_counter is None:
-            raise _invalid(f"table {t.name}: counter_data given, but the table has no direct counter")
+        if te.HasField("counter_data"):
+            if t.direct_counter is None:
+                raise _invalid(f"table {t.name}: counter_data given, but the table has no direct counter")
+            check_counter_data(te.counter_data, f"table {t.name} counter_data")
         if te.HasField("meter_config"):
             if t.direct_meter is None:
                 raise _invalid(f"table {t.name}: meter_config given, but the table has no direct meter")
@@ -269,6 +280,8 @@ class TableStore:
                       or te.HasField("meter_counter_data"))
         if has_direct and kind != Update.DELETE:
             self._check_direct(t, te)
+        if te.is_const:
+            raise _invalid(f"table {t.name}: is_const must be false in a write (the server sets it on reads)")
         if te.is_default_action:
             self._apply_default(ts, kind, te, ops, undo)
             return ts, None
@@ -322,6 +335,8 @@ class TableStore:
             raise _invalid(f"table {t.name}: the default entry can only be modified")
         if te.match:
             raise _invalid(f"table {t.name}: the default entry has no match fields")
+        if te.priority:
+            raise _invalid(f"table {t.name}: the default entry has no priority (must be 0)")
         if t.const_default_action_id:
             raise P4RuntimeError(grpc.StatusCode.PERMISSION_DENIED, f"table {t.name}: default action is const")
         # Everything is checked before the store changes: a refused update
@@ -340,6 +355,8 @@ class TableStore:
         ts.default_proto = proto
         if te.HasField("meter_config"):
             ts.default_meter_config = te.meter_config
+        elif proto is None:
+            ts.default_meter_config = None      # a reset resets its direct resources' configs (spec: Default Entry)
         undo.append(lambda: (setattr(ts, "default_proto", old), setattr(ts, "default_meter_config", old_meter)))
         ops.set_default(t.swx_id, action_id, data)
 
