@@ -58,9 +58,9 @@ class Pipeline(FakePipeline):
         return [0, 0, 0], [0, 0, 0]
 
 
-def service():
+def service(p4info: str = P4INFO):
     spec = swx_spec.parse(SPEC)
-    pmap = PipelineMap(text_format.Parse(P4INFO, p4info_pb2.P4Info()), spec)
+    pmap = PipelineMap(text_format.Parse(p4info, p4info_pb2.P4Info()), spec)
     fake = Pipeline(spec)
     pmap.bind(fake)
     dev = SimpleNamespace(lock=threading.RLock(), store=TableStore(pmap), pipeline=fake, meter_configs={},
@@ -245,3 +245,31 @@ def test_a_packet_socket_hello_of_any_json_gets_an_answer(hello):
         assert ps.stats["refused"] == 1
     finally:
         ps.close()
+
+
+def test_packet_out_metadata_must_match_the_p4info():
+    """Spec, Stream Error Reporting: metadata that does not match the P4Info
+    is INVALID_ARGUMENT. A field left out was sent as 0; one given twice
+    silently used the last value."""
+    import queue
+    svc, dev, _ = service(P4INFO + 'controller_packet_metadata { preamble { id: 90 name: "packet_out" }\n'
+                          '  metadata { id: 1 name: "egress_port" bitwidth: 32 }'
+                          ' metadata { id: 2 name: "flags" bitwidth: 8 } }\n')
+    sent = []
+    dev.packet_out = sent.append
+    client = SimpleNamespace(election_id=(0, 1), role="", queue=queue.Queue())
+    svc.arb = SimpleNamespace(primary=lambda role: client)
+
+    def packet_out(*metadata):
+        pkt = p4r.PacketOut(payload=b"frame")
+        for mid, value in metadata:
+            pkt.metadata.add(metadata_id=mid, value=value)
+        svc._packet_out(client, pkt)
+        return None if client.queue.empty() else client.queue.get_nowait().error
+
+    assert packet_out((1, b"\x02"), (2, b"\x00")) is None and sent == [b"\x00\x00\x00\x02\x00frame"]
+    err = packet_out((1, b"\x02"))
+    assert err.canonical_code == grpc.StatusCode.INVALID_ARGUMENT.value[0] and "[2] missing" in err.message
+    err = packet_out((1, b"\x02"), (2, b"\x00"), (1, b"\x03"))
+    assert err.canonical_code == grpc.StatusCode.INVALID_ARGUMENT.value[0] and "id 1 given twice" in err.message
+    assert len(sent) == 1

@@ -585,6 +585,9 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             return self._stream_error(client, grpc.StatusCode.PERMISSION_DENIED, "packet-out from a non-primary client", packet)
         values = {}
         for md in packet.metadata:
+            if md.metadata_id in values:
+                return self._stream_error(client, grpc.StatusCode.INVALID_ARGUMENT,
+                                          f"packet_out metadata id {md.metadata_id} given twice", packet)
             values[md.metadata_id] = md.value
         err = self._send_packet_out(values, packet.payload)
         if err is not None:
@@ -601,6 +604,11 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         header = b""
         if hdr is not None:
             widths = hdr.widths
+            # the metadata must match the P4Info (spec, Stream Error Reporting):
+            # a field left out is not silently sent as 0
+            missing = sorted(set(widths) - set(values))
+            if missing:
+                return grpc.StatusCode.INVALID_ARGUMENT, f"packet_out metadata ids {missing} missing"
             ints = {}
             for fid, v in values.items():
                 if fid not in widths:
