@@ -53,3 +53,23 @@ def test_roles_have_separate_primaries():
     arb.update(a, 1, "", (0, 5))
     arb.update(b, 1, "pppoe", (0, 1))
     assert arb.primary("") is a and arb.primary("pppoe") is b
+
+
+def test_clients_without_an_election_id_are_backups_that_never_become_primary():
+    """Spec, Unset Election ID: lower than any election id, so never primary,
+    and any number of them; (0, 0) is a different, set, election id. Such a
+    client was taken as (0, 0): it became primary, and a second one was
+    refused as a duplicate."""
+    from bng_switch.arbitration import UNSET
+    arb = Arbitration(device_id=1)
+    a, b, c = client(), client(), client()
+    assert arb.update(a, 1, "", UNSET) == [a]
+    assert arb.update(b, 1, "", UNSET) == [b]
+    assert arb.primary() is None and arb.status_for(a) == (grpc.StatusCode.NOT_FOUND, "no primary")
+    with pytest.raises(ArbitrationError) as e:
+        arb.check_primary(1, "", UNSET)
+    assert e.value.code == grpc.StatusCode.PERMISSION_DENIED
+    assert set(arb.update(c, 1, "", (0, 0))) == {a, b, c}     # a primary at last: all hear it
+    assert arb.primary() is c and arb.status_for(a)[0] == grpc.StatusCode.ALREADY_EXISTS
+    arb.check_primary(1, "", (0, 0))
+    assert set(arb.remove(c)) == {a, b} and arb.primary() is None

@@ -15,6 +15,10 @@ from dataclasses import dataclass, field
 import grpc
 
 _ids = itertools.count(1)
+# The election id of a client that sent none (spec, Unset Election ID):
+# lower than any, so it is a backup that never becomes primary, and it
+# clashes with no other client's.
+UNSET = (-1, -1)
 
 
 @dataclass(eq=False)
@@ -47,18 +51,19 @@ class Arbitration:
             return self._primary(role)
 
     def _primary(self, role: str) -> Client | None:
-        cands = self._role_clients(role)
+        cands = [c for c in self._role_clients(role) if c.election_id != UNSET]
         return max(cands, key=lambda c: c.election_id) if cands else None
 
     def update(self, client: Client, device_id: int, role: str, election_id: tuple[int, int]) -> list[Client]:
-        """A MasterArbitrationUpdate from client; returns the clients to notify."""
+        """A MasterArbitrationUpdate from client (election_id UNSET when it
+        carried none); returns the clients to notify."""
         if device_id != self.device_id:
             raise ArbitrationError(grpc.StatusCode.NOT_FOUND, f"unknown device id {device_id}")
         with self._lock:
             if client.election_id is not None and client.role != role:
                 raise ArbitrationError(grpc.StatusCode.INVALID_ARGUMENT, "a stream cannot change its role")
             for other in self._role_clients(role):
-                if other is not client and other.election_id == election_id:
+                if other is not client and other.election_id == election_id != UNSET:
                     raise ArbitrationError(grpc.StatusCode.INVALID_ARGUMENT,
                                            f"election id {election_id} is used by another client of this role")
             before = self._primary(role)
@@ -95,7 +100,8 @@ class Arbitration:
             return p.election_id if p else None
 
     def check_primary(self, device_id: int, role: str, election_id: tuple[int, int]) -> None:
-        """Raise unless this election id is the role's primary (Write, SetPipeline)."""
+        """Raise unless this election id is the role's primary (Write,
+        SetPipeline); UNSET never is."""
         if device_id != self.device_id:
             raise ArbitrationError(grpc.StatusCode.NOT_FOUND, f"unknown device id {device_id}")
         with self._lock:

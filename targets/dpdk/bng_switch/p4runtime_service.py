@@ -24,7 +24,7 @@ from grpc_status import rpc_status
 from p4.v1 import p4runtime_pb2 as p4r, p4runtime_pb2_grpc
 
 from . import libbsw
-from .arbitration import Arbitration, ArbitrationError, Client
+from .arbitration import UNSET, Arbitration, ArbitrationError, Client
 from .device import Device, DeviceConfigError, prepare
 from .direct_resources import DirectResources
 from .gc_policy import GcPolicy
@@ -40,8 +40,12 @@ API_VERSION = "1.4.0"
 READ_CHUNK = 1000
 
 
-def _election_id(u: p4r.Uint128) -> tuple[int, int]:
-    return (u.high, u.low)
+def _election_id(msg) -> tuple[int, int]:
+    """msg's election_id as (high, low); UNSET where it has none, which is
+    not (0, 0) (spec, Unset Election ID)."""
+    if not msg.HasField("election_id"):
+        return UNSET
+    return (msg.election_id.high, msg.election_id.low)
 
 
 _OK = (grpc.StatusCode.OK, "")     # an update's entry in PendingWrite.errors unless it fails
@@ -94,7 +98,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
     def SetForwardingPipelineConfig(self, request, context):
         A = p4r.SetForwardingPipelineConfigRequest
         try:
-            self.arb.check_primary(request.device_id, request.role, _election_id(request.election_id))
+            self.arb.check_primary(request.device_id, request.role, _election_id(request))
         except ArbitrationError as e:
             context.abort(e.code, e.message)
         dev = self.device
@@ -142,7 +146,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
     # ---- writes ----
     def Write(self, request, context):
         try:
-            self.arb.check_primary(request.device_id, request.role, _election_id(request.election_id))
+            self.arb.check_primary(request.device_id, request.role, _election_id(request))
         except ArbitrationError as e:
             context.abort(e.code, e.message)
         if self.device.current is None:
@@ -536,7 +540,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                 if kind == "arbitration":
                     a = req.arbitration
                     try:
-                        notify = self.arb.update(client, a.device_id, a.role.name, _election_id(a.election_id))
+                        notify = self.arb.update(client, a.device_id, a.role.name, _election_id(a))
                     except ArbitrationError as e:
                         client.queue.put(e)
                         return
@@ -566,8 +570,9 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         a = resp.arbitration
         a.device_id = self.device.config.device_id
         a.role.name = c.role
-        high = self.arb.highest_election_id(c.role) or c.election_id or (0, 0)
-        a.election_id.high, a.election_id.low = high
+        high = self.arb.highest_election_id(c.role)
+        if high is not None:    # no primary: left unset (spec, Arbitration and Controller Replication)
+            a.election_id.high, a.election_id.low = high
         a.status.code = code.value[0]
         a.status.message = msg
         c.queue.put(resp)
