@@ -69,6 +69,12 @@ class Negotiator(Protocol):
 Sink = Callable[[int, bytes], None]
 
 
+def _in_order_subset(got: list[Option], sent: list[Option]) -> bool:
+    """Whether got is sent with some options left out, order and bytes kept."""
+    it = iter(sent)
+    return all(any(o == g for o in it) for g in got)
+
+
 class Fsm:
     def __init__(self, protocol: int, negotiator: Negotiator, sink: Sink, clock: Callable[[], float],
                  restart_time: float = 3.0, max_configure: int = 10, max_terminate: int = 2,
@@ -95,6 +101,9 @@ class Fsm:
         self.reacked = 0             # duplicate requests answered in Opened
         self.close_reason = ""
         self._acked: tuple[int, bytes] | None = None   # the peer's request we last acked
+        # the peer's MRU, which a Code-Reject must fit (RFC 1661 5.6); the
+        # link points it at LCP's negotiated value
+        self.peer_mru: Callable[[], int] = lambda: 1500
 
     # ---- identifiers ----
     def next_id(self) -> int:
@@ -154,8 +163,9 @@ class Fsm:
         self._send(ControlPacket(TERM_ACK, ident))
 
     def _scj(self, pkt: ControlPacket) -> None:
-        # Code-Reject carries the rejected packet, truncated to what fits.
-        self._send(ControlPacket(CODE_REJ, self.next_id(), pkt.encode()[:1400]))
+        # Code-Reject carries the rejected packet, cut to the peer's MRU less
+        # its own 4-byte header (RFC 1661 5.6).
+        self._send(ControlPacket(CODE_REJ, self.next_id(), pkt.encode()[:self.peer_mru() - 4]))
 
     # ---- administrative events ----
     def up(self) -> None:
@@ -395,6 +405,11 @@ class Fsm:
         except CodecError:
             self.silent_discards += 1
             return
+        if pkt.code == CONF_REJ and not _in_order_subset(options, self._req_options):
+            # RFC 1661 5.4: a Reject lists options of our request, in its
+            # order and unchanged; anything else is not a valid Reject
+            self.silent_discards += 1
+            return
         self._req_pending = False
         if pkt.code == CONF_NAK:
             if not self.neg.nak_received(options):
@@ -477,7 +492,7 @@ class Fsm:
         """Put an automaton straight into Opened (a session restored after a
         controller restart, whose peer never saw us go away)."""
         self.state = State.OPENED
-        self.restart_count = 0
+        self.restart_count = self.max_configure     # as tlu after irc: a renegotiation gets its tries
         self.deadline = None
         self._ident = ident & 0xFF
         self._req_pending = False

@@ -153,9 +153,9 @@ class LcpNegotiator:
                 magic = struct.unpack("!I", v)[0]
                 if magic == 0 or magic == self.our_magic:
                     # zero is illegal; equal to ours looks like a loop
-                    # (RFC 1661 6.4): suggest another, and change ours too
-                    if magic == self.our_magic:
-                        self.our_magic = self._new_magic()
+                    # (RFC 1661 6.4): suggest another. Ours stays what our
+                    # outstanding request carries, which the peer may still
+                    # ack; it changes when a Nak of it arrives.
                     naks.append((OPT_MAGIC, struct.pack("!I", self._new_magic())))
                 else:
                     peer_magic = magic

@@ -31,6 +31,14 @@ BBF_CIRCUIT_ID = 0x01
 BBF_REMOTE_ID = 0x02
 
 ETHERNET_MTU_PAYLOAD = 1492    # 1500 - PPPoE 6 - PPP protocol 2 (RFC 2516 section 7)
+SERVICE_NOT_OFFERED = b"service not offered"
+PADI_MAX_OCTETS = 1484         # RFC 2516 5.1: room left for a relay's Relay-Session-Id
+DISCOVERY_MAX_OCTETS = 1500    # a discovery packet (PPPoE header and tags) in one Ethernet frame
+
+
+def _octets(tags: list[tuple[int, bytes]]) -> int:
+    """A discovery packet's size with these tags: PPPoE header and TLVs."""
+    return 6 + sum(4 + len(v) for _, v in tags)
 
 
 @dataclass
@@ -236,11 +244,15 @@ class PppoeDiscovery:
             return Drop("padi with session id")
         if pkt.count(TAG_SERVICE_NAME) != 1:
             return Drop("padi without exactly one service-name")
+        if _octets(pkt.tags) > PADI_MAX_OCTETS:
+            return Drop("padi over 1484 octets")
         now = self._clock()
-        if not self._per_line.take((line.port, line.s_vid, line.c_vid), now):
-            return Drop("padi rate limit (line)")
+        # the host's own limit first: PADIs it is refused must not spend the
+        # line's tokens, or one flooding host locks its neighbours out
         if not self._per_mac.take(l2.src, now):
             return Drop("padi rate limit (mac)")
+        if not self._per_line.take((line.port, line.s_vid, line.c_vid), now):
+            return Drop("padi rate limit (line)")
         service = pkt.tag(TAG_SERVICE_NAME) or b""
         if not self._service_ok(service):
             return Drop("padi for a service not offered")   # RFC 2516 5.2: no PADO
@@ -252,6 +264,8 @@ class PppoeDiscovery:
         tags += self._echo_tags(pkt)
         if pkt.tag(TAG_PPP_MAX_PAYLOAD) is not None:
             tags.append((TAG_PPP_MAX_PAYLOAD, struct.pack("!H", self._granted_payload(pkt))))
+        if _octets(tags) > DISCOVERY_MAX_OCTETS:
+            return Drop("pado would not fit one frame")    # Host-Uniq may not be cut
         return Reply(DiscoveryPacket(PADO, 0, tags))
 
     def _padr(self, l2: L2Header, pkt: DiscoveryPacket, line: LineInfo) -> Action:
@@ -262,8 +276,18 @@ class PppoeDiscovery:
         if not self.cookie_valid(pkt.tag(TAG_AC_COOKIE), l2.src, line):
             return Drop("padr with bad or stale cookie")
         service = pkt.tag(TAG_SERVICE_NAME)
+        echoed = self._echo_tags(pkt)
+        # The PADS that answers it must fit one frame, and the tags it
+        # echoes may not be cut: the PADS that grants it (pads()), or one
+        # that refuses it (a Service-Name-Error, or pads_error() whose text
+        # is ours and is cut to fit).
+        granted = [(TAG_SERVICE_NAME, service or b""), (TAG_AC_NAME, self.cfg.ac_name.encode()),
+                   *echoed, (TAG_PPP_MAX_PAYLOAD, b"\0\0")]
+        refused = [(TAG_SERVICE_NAME_ERROR, SERVICE_NOT_OFFERED)] + echoed
+        if max(_octets(granted), _octets(refused)) > DISCOVERY_MAX_OCTETS:
+            return Drop("padr whose pads would not fit one frame")
         if service is None or pkt.count(TAG_SERVICE_NAME) != 1 or not self._service_ok(service):
-            tags = [(TAG_SERVICE_NAME_ERROR, b"service not offered")] + self._echo_tags(pkt)
+            tags = [(TAG_SERVICE_NAME_ERROR, SERVICE_NOT_OFFERED)] + echoed
             return Reply(DiscoveryPacket(PADS, 0, tags))
         return SessionRequest(client_mac=l2.src, line=line, l2=l2, service_name=service,
                               host_uniq=pkt.tag(TAG_HOST_UNIQ),
@@ -285,10 +309,13 @@ class PppoeDiscovery:
     def pads_error(self, req: SessionRequest, message: str) -> DiscoveryPacket:
         """A PADS refusing the session (RFC 2516 5.4: session id 0 and an
         error tag), e.g. when no session id or line is left."""
-        tags = [(TAG_GENERIC_ERROR, message.encode())]
+        echoed = []
         if req.host_uniq is not None:
-            tags.append((TAG_HOST_UNIQ, req.host_uniq))
-        return DiscoveryPacket(PADS, 0, tags)
+            echoed.append((TAG_HOST_UNIQ, req.host_uniq))
+        if req.relay_session_id is not None:    # RFC 2516 appendix A: in every response
+            echoed.append((TAG_RELAY_SESSION_ID, req.relay_session_id))
+        room = DISCOVERY_MAX_OCTETS - _octets(echoed) - 4       # _padr saw to it that the tags fit
+        return DiscoveryPacket(PADS, 0, [(TAG_GENERIC_ERROR, message.encode()[:max(room, 0)])] + echoed)
 
     @staticmethod
     def padt(session_id: int, reason: str = "", host_uniq: bytes | None = None) -> DiscoveryPacket:
