@@ -898,3 +898,63 @@ def test_one_timer_heap_for_all_tunnels():
         ep.on_timer()
     assert not ep.tunnels and clock.t == pytest.approx(1000 + 31)   # all given up after 31 s
     assert [type(e) for e in ep.drain()[1]] == [TunnelDown] * 3
+
+
+# ---- found by an audit against RFC 2661 ----
+def test_a_hidden_avp_that_cannot_be_revealed_costs_only_itself():
+    """Secrets differ and challenges are off, so the tunnel comes up; an ICCN
+    then hides its (optional) Proxy Authen Response. The message was dropped
+    before the reliable channel saw it: never acknowledged, every later
+    message queued behind it, and after 31 s the tunnel went down with all
+    its sessions. Now the AVP is judged by its M bit and the call goes on."""
+    net = make(TunnelConfig(host_name="lac", secret=b"secret-A", challenge=False),
+               TunnelConfig(host_name="lns", secret=b"secret-B", challenge=False, auto_accept=True))
+    t = net.lac.open_tunnel(LNS_ADDR)
+    assert net.run(up(net), limit=5)
+    net.lac.open_session(t, CallParams(tx_speed=1, proxy_auth=ProxyAuth(C.PROXY_AUTH_PAP, b"u", None, 1, b"pw")))
+    net.lac.open_session(t, CallParams(tx_speed=2))
+    assert net.run(up(net, 2), limit=10)
+    assert not net.run(lambda: bool(net.of(net.lac, TunnelDown)), limit=60)
+    lt = lns_tunnel(net)
+    assert lt.counters["bad hidden avp length"] == 1 and lt.counters["malformed optional avp"] == 1
+
+
+@pytest.mark.parametrize("answer", ["none", "ack only"])
+def test_a_tunnel_that_is_never_set_up_is_closed(answer):
+    """RFC 2661 has no timer for SCCRQ to SCCCN: a peer that acked our SCCRQ
+    and never answered held the tunnel, and the calls waiting on it, for
+    ever (65,535 such tunnels use up every id)."""
+    net = make()
+    if answer == "none":     # the LNS acks the SCCRQ (its channel does) but never answers it
+        net.drop = lambda src, p: src is net.lns and not C.decode_control(p).is_zlb
+    else:                    # the LAC's SCCCN never arrives: the LNS waits in wait-ctl-conn
+        net.drop = lambda src, p: src is net.lac and C.decode_control(p).msg_type == C.SCCCN
+    t = net.lac.open_tunnel(LNS_ADDR)
+    s = net.lac.open_session(t, call(1))
+    stuck = net.lac if answer == "none" else net.lns
+    assert net.run(lambda: bool(stuck.tunnels), limit=5)
+    assert net.run(lambda: not stuck.tunnels, limit=200)
+    assert net.clock.t - 1000.0 <= 60 + 31 + 1
+    ends = net.of(stuck, TunnelDown) + net.of(stuck, TunnelFailed)    # Failed: never announced up
+    assert [e.reason for e in ends] == ["setup timed out"]
+    if answer == "none":
+        assert s.state.name == "CLOSED"
+
+
+def test_a_stopccn_crossing_ours_is_acknowledged_and_held():
+    """Both sides close at once and the peer acks ours at once: the tunnel
+    was removed before its delayed ZLB went out, so the peer's StopCCN was
+    never acknowledged and it retransmitted to an unknown tunnel until it
+    gave up (RFC 2661 5.7: ack it and keep state for a full cycle)."""
+    net = make(lns_cfg=TunnelConfig(host_name="lns", secret=SECRET, auto_accept=True,
+                                    channel=ChannelConfig(ack_delay=0)), delay=0.0)
+    t = net.lac.open_tunnel(LNS_ADDR)
+    assert net.run(up(net), limit=5)
+    net.run(limit=1)
+    lt = lns_tunnel(net)
+    net.lac.close_tunnel(t, ResultCode(C.STOP_CLEAR))
+    net.lns.close_tunnel(lt, ResultCode(C.STOP_SHUTTING_DOWN))
+    assert net.run(lambda: not net.lns.tunnels, limit=40)
+    assert lt.counters.get("retransmit", 0) == 0
+    assert "peer not responding" not in [d.reason for d in net.of(net.lns, TunnelDown)]
+    assert net.lac.counters.get("unknown tunnel", 0) == 0

@@ -5,7 +5,8 @@ Decoding is in two steps because hidden AVPs need the tunnel's secret and
 the tunnel is only known after the header (and, for a new tunnel, its Host
 Name) has been read: `decode_control()` checks the header and the AVP
 framing and leaves hidden values hidden; `ControlMessage.unhide(secret)`
-reveals them. Malformed framing (short header, wrong version, an AVP
+reveals what it can (a hidden AVP it cannot reveal stays hidden, and
+typed() refuses it). Malformed framing (short header, wrong version, an AVP
 shorter than 6 octets or running past the message, a hidden AVP with no
 Random Vector before it, the first AVP not a Message Type) is a
 `CodecError` whose str() is a short reason, usable as a counter label.
@@ -658,23 +659,33 @@ class ControlMessage:
                 return a
         return None
 
-    def unhide(self, secret: bytes | None) -> None:
+    def unhide(self, secret: bytes | None) -> list[str]:
         """Reveal hidden AVPs, each with the Random Vector closest before it
-        (RFC 2661 4.3). CodecError without a secret or on a bad length."""
+        (RFC 2661 4.3). One that cannot be revealed (no secret, no Random
+        Vector, a length that does not fit: a wrong secret) stays hidden and
+        its reason is returned: typed() then refuses it, and the tunnel
+        judges it by its M bit like any bad AVP, so that an optional one
+        costs nothing and the message is still acknowledged."""
+        errors: list[str] = []
         if not self.has_hidden:
-            return
-        if not secret:
-            raise CodecError("hidden avp without secret")
+            return errors
         rv = None
         for a in self.avps:
             if a.vendor == 0 and a.attr == RANDOM_VECTOR:
                 rv = a.value
             elif a.flags & (AVP_H | _REVEALED) == AVP_H:
-                if rv is None:                    # decode_control checks this too
-                    raise CodecError("hidden avp without random vector")
-                a.value = unhide_value(a.attr, a.value, secret, rv)
-                a.flags |= _REVEALED
+                if not secret:
+                    errors.append("hidden avp without secret")
+                elif rv is None:                    # decode_control checks this too
+                    errors.append("hidden avp without random vector")
+                else:
+                    try:
+                        a.value = unhide_value(a.attr, a.value, secret, rv)
+                        a.flags |= _REVEALED
+                    except CodecError as e:
+                        errors.append(str(e))
         self._index = None
+        return errors
 
     def __repr__(self) -> str:
         return (f"ControlMessage({self.name} t={self.tunnel_id} s={self.session_id} ns={self.ns} "

@@ -217,11 +217,10 @@ class L2tpEndpoint:
             return
         if not self._from_peer(t, peer):
             return
-        try:
-            msg.unhide(t.secret)
-        except CodecError as e:
-            t._count(str(e))
-            return
+        # an AVP left hidden is the tunnel's to judge by its M bit; the
+        # message itself is still acknowledged (RFC 2661 5.8)
+        for reason in msg.unhide(t.secret):
+            t._count(reason)
         t.handle(msg)
         self._done(t)
 
@@ -264,8 +263,9 @@ class L2tpEndpoint:
                 return
         cfg = self._config_for(peer, msg)
         secret = (cfg or self.config).secret
+        for reason in msg.unhide(secret.encode() if isinstance(secret, str) else secret):
+            self._count(reason)
         try:
-            msg.unhide(secret.encode() if isinstance(secret, str) else secret)
             peer_tid = msg.get(ASSIGNED_TUNNEL_ID)
         except CodecError as e:
             self._count(str(e))

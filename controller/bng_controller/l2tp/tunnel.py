@@ -107,6 +107,11 @@ class TunnelConfig:
     accept_calls: bool = True          # answer ICRQs (the LNS role)
     auto_accept: bool = False          # answer ICRQs without an IncomingCall round trip
     session_setup_timeout: float = 30.0
+    # SCCRQ to SCCCN: RFC 2661 has no timer for it, but a peer that acks our
+    # SCCRQ and never answers, or sends an SCCRQ and never an SCCCN, would
+    # otherwise hold the tunnel (and its id, and the sessions waiting on it)
+    # for ever
+    tunnel_setup_timeout: float = 60.0
     stop_hold: float = 31.0            # keep a closed tunnel this long (RFC 2661 5.7)
     channel: ChannelConfig = field(default_factory=ChannelConfig)
 
@@ -299,6 +304,7 @@ _PROXY_AUTH_FIELDS = {PROXY_AUTHEN_TYPE: "type", PROXY_AUTHEN_NAME: "name",
                       PROXY_AUTHEN_CHALLENGE: "challenge", PROXY_AUTHEN_ID: "ident",
                       PROXY_AUTHEN_RESPONSE: "response"}
 _ACTIVE = (TunnelState.IDLE, TunnelState.WAIT_CTL_REPLY, TunnelState.WAIT_CTL_CONN, TunnelState.ESTABLISHED)
+_ESTABLISHING = (TunnelState.IDLE, TunnelState.WAIT_CTL_REPLY, TunnelState.WAIT_CTL_CONN)
 _RX = {t: f"rx {n}" for t, n in MESSAGE_NAMES.items()}
 _TX = {t: f"tx {n}" for t, n in MESSAGE_NAMES.items()}
 
@@ -366,6 +372,7 @@ class Tunnel:
         self._challenge: bytes | None = None
         self._setup: deque[tuple[float, Session, int]] = deque()   # deadline, session, delivered
         self._hold_until: float | None = None
+        self._setup_until = ep.clock() + cfg.tunnel_setup_timeout    # until established
         self.scheduled: float | None = None        # the endpoint's timer heap
 
     def __repr__(self) -> str:
@@ -571,6 +578,15 @@ class Tunnel:
         self._count(_RX.get(t, "rx unknown type"))
         st = self.state
         if st not in _ACTIVE:
+            if t == STOPCCN and st is TunnelState.CLOSING:
+                # both sides closed at once: theirs must still be acked and
+                # its retransmissions re-acked for a full cycle (RFC 2661
+                # 5.7), even once ours is acked: hold, as for a StopCCN in
+                # any other state
+                self.channel.request_ack()
+                self.state = TunnelState.HOLD
+                self._hold_until = max(self._hold_until or 0.0, self.ep.clock() + self.cfg.stop_hold)
+                return
             self._count("ignored while closing")       # CLOSING, HOLD: only the transport runs
             return
         if t not in MESSAGE_NAMES:
@@ -680,6 +696,8 @@ class Tunnel:
         h = self._hold_until
         if h is not None and self.state in (TunnelState.CLOSING, TunnelState.HOLD) and (d is None or h < d):
             d = h
+        if self.state in _ESTABLISHING and (d is None or self._setup_until < d):
+            d = self._setup_until
         return d
 
     def on_timer(self) -> None:
@@ -694,6 +712,11 @@ class Tunnel:
             if self._hold_until is not None and now >= self._hold_until:
                 self._remove()
                 return
+        if self.state in _ESTABLISHING and now >= self._setup_until:
+            self._count("tunnel setup timeout")
+            self.close(ResultCode(STOP_GENERAL_ERROR, None, "tunnel setup timed out"), reason="setup timed out")
+            self.flush()
+            return
         setup = self._setup
         ch = self.channel
         while setup and setup[0][0] <= now:
