@@ -958,3 +958,25 @@ def test_a_stopccn_crossing_ours_is_acknowledged_and_held():
     assert lt.counters.get("retransmit", 0) == 0
     assert "peer not responding" not in [d.reason for d in net.of(net.lns, TunnelDown)]
     assert net.lac.counters.get("unknown tunnel", 0) == 0
+
+
+def test_a_refused_sccrq_is_answered_in_the_peers_tunnel(monkeypatch):
+    """RFC 2661 4.4.3: once the peer's Assigned Tunnel ID is known it goes in
+    every header. An SCCRQ refused for an unknown mandatory AVP (before the
+    id was stored) was answered with a StopCCN to tunnel 0, which the LAC
+    could not match: it retransmitted for 31 s and never saw the result. And
+    the LAC's acks of such a StopCCN went to tunnel 0 too."""
+    from bng_controller.l2tp import tunnel as tunnel_module
+    net = make()
+    orig = tunnel_module.Tunnel._scc_avps
+    monkeypatch.setattr(tunnel_module.Tunnel, "_scc_avps", lambda self, mt: orig(self, mt).raw(
+        encode_avp(99, b"x", mandatory=True, vendor=4242)) if mt == C.SCCRQ else orig(self, mt))
+    t = net.lac.open_tunnel(LNS_ADDR)
+    monkeypatch.setattr(tunnel_module.Tunnel, "_scc_avps", orig)
+    assert net.run(lambda: bool(net.of(net.lac, TunnelFailed) + net.of(net.lac, TunnelDown)), limit=5)
+    (stop,) = [decode_control(p) for src, p in net.tap if src is net.lns and decode_control(p).msg_type == C.STOPCCN]
+    assert stop.tunnel_id == t.local_id
+    acks = [decode_control(p) for src, p in net.tap if src is net.lac and decode_control(p).is_zlb]
+    assert acks and all(a.tunnel_id == t.peer_id != 0 for a in acks)
+    net.run(limit=40)
+    assert sum(1 for src, p in net.tap if src is net.lns and decode_control(p).msg_type == C.STOPCCN) == 1

@@ -495,6 +495,19 @@ class Tunnel:
             return False
         return True
 
+    def _learn_peer_id(self, m: ControlMessage) -> None:
+        """The Assigned Tunnel ID of an SCCRQ, SCCRP or StopCCN (one that
+        refuses our SCCRQ: our acks must reach the peer's tunnel), if it can
+        be read, before any check that may refuse the message;
+        _on_sccrq/_on_sccrp then require it."""
+        try:
+            peer_id = m.get(ASSIGNED_TUNNEL_ID)
+        except CodecError:
+            return
+        if peer_id:
+            self.peer_id = peer_id
+            self.channel.peer_tunnel_id = peer_id
+
     def _on_sccrq(self, m: ControlMessage) -> None:
         self.peer_id = self._val(m, ASSIGNED_TUNNEL_ID, required=True)
         self.channel.peer_tunnel_id = self.peer_id
@@ -567,6 +580,11 @@ class Tunnel:
             return
         if self.state is TunnelState.IDLE and not self.initiator:
             self.channel.start_receiving(msg.ns)        # the SCCRQ that creates us
+        if not self.peer_id and msg.msg_type in (SCCRQ, SCCRP, STOPCCN):
+            # the peer's id goes in the header of all we send from now on
+            # (RFC 2661 4.4.3): a StopCCN refusing this very message, or one
+            # of ours queued behind the SCCRQ this acks, too
+            self._learn_peer_id(msg)
         for m in self.channel.receive(msg):
             self._dispatch(m)
         self.channel.after_input()
