@@ -58,8 +58,8 @@ class Pipeline(FakePipeline):
         return [0, 0, 0], [0, 0, 0]
 
 
-def service(p4info: str = P4INFO):
-    spec = swx_spec.parse(SPEC)
+def service(p4info: str = P4INFO, spec_text: str = SPEC):
+    spec = swx_spec.parse(spec_text)
     pmap = PipelineMap(text_format.Parse(p4info, p4info_pb2.P4Info()), spec)
     fake = Pipeline(spec)
     pmap.bind(fake)
@@ -273,3 +273,20 @@ def test_packet_out_metadata_must_match_the_p4info():
     err = packet_out((1, b"\x02"), (2, b"\x00"), (1, b"\x03"))
     assert err.canonical_code == grpc.StatusCode.INVALID_ARGUMENT.value[0] and "id 1 given twice" in err.message
     assert len(sent) == 1
+
+
+def test_a_meter_modify_without_an_index_sets_the_whole_array():
+    """Spec, MeterEntry MODIFY: with no index every meter of the array is set
+    (or reset); it was refused with INVALID_ARGUMENT."""
+    svc, dev, fake = service(P4INFO + 'meters { preamble { id: 80 name: "MainControlImpl.m" }'
+                                      ' spec { unit: BYTES } size: 4 }\n', SPEC + "\nmetarray m_0 size 0x4\n")
+    u = p4r.Update(type=p4r.Update.MODIFY)
+    u.entity.meter_entry.meter_id = 80
+    u.entity.meter_entry.config.cir, u.entity.meter_entry.config.pir = 100, 200
+    assert write(svc, u) == [("OK", "")]
+    assert fake.meter_calls == [("set", "m_0", i) for i in range(4)]
+    assert sorted(dev.meter_configs) == [(80, i) for i in range(4)]
+    u.entity.meter_entry.ClearField("config")
+    fake.meter_calls.clear()
+    assert write(svc, u) == [("OK", "")]
+    assert fake.meter_calls == [("reset", "m_0", i) for i in range(4)] and not dev.meter_configs

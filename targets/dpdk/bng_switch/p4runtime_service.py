@@ -312,19 +312,20 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             raise P4RuntimeError(grpc.StatusCode.NOT_FOUND, f"meter id {me.meter_id} is not in the P4Info")
         if u.type != p4r.Update.MODIFY:
             raise P4RuntimeError(grpc.StatusCode.INVALID_ARGUMENT, "meter entries can only be modified")
-        if not me.HasField("index"):
-            raise P4RuntimeError(grpc.StatusCode.INVALID_ARGUMENT, f"meter {m.name}: index required")
-        idx = me.index.index
-        self._check_index(m.name, idx, m.size)
-        reject_meter_counts(me, "counter_data", f"meter {m.name}[{idx}]")
+        # no index: every meter of the array (spec, MeterEntry), as for counters
+        indices = [me.index.index] if me.HasField("index") else range(m.size)
+        what = f"meter {m.name}" + (f"[{me.index.index}]" if me.HasField("index") else "")
+        reject_meter_counts(me, "counter_data", what)
         cfg = me.config if me.HasField("config") else None
         if cfg is not None:
-            check_meter_config(cfg, f"meter {m.name}[{idx}]")
-        m.configure(self.device.pipeline, idx, cfg)
-        if cfg is not None:
-            self.device.meter_configs[(m.id, idx)] = p4r.MeterConfig.FromString(cfg.SerializeToString())
-        else:
-            self.device.meter_configs.pop((m.id, idx), None)
+            check_meter_config(cfg, what)
+        for idx in indices:
+            self._check_index(m.name, idx, m.size)
+            m.configure(self.device.pipeline, idx, cfg)
+            if cfg is not None:
+                self.device.meter_configs[(m.id, idx)] = p4r.MeterConfig.FromString(cfg.SerializeToString())
+            else:
+                self.device.meter_configs.pop((m.id, idx), None)
 
     def _direct_table(self, table_id: int, kind: str):
         """The table a direct counter/meter request names, which must have one."""
