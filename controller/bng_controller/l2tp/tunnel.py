@@ -505,12 +505,14 @@ class Tunnel:
         except CodecError:
             return
         if peer_id:
-            self.peer_id = peer_id
-            self.channel.peer_tunnel_id = peer_id
+            self._set_peer_id(peer_id)
+
+    def _set_peer_id(self, peer_id: int) -> None:
+        """The peer's tunnel id, which the channel puts in every header."""
+        self.peer_id = self.channel.peer_tunnel_id = peer_id
 
     def _on_sccrq(self, m: ControlMessage) -> None:
-        self.peer_id = self._val(m, ASSIGNED_TUNNEL_ID, required=True)
-        self.channel.peer_tunnel_id = self.peer_id
+        self._set_peer_id(self._val(m, ASSIGNED_TUNNEL_ID, required=True))
         if not self._learn_peer(m):
             return
         if self.refusal is not None:
@@ -544,8 +546,7 @@ class Tunnel:
         return False
 
     def _on_sccrp(self, m: ControlMessage) -> None:
-        self.peer_id = self._val(m, ASSIGNED_TUNNEL_ID, required=True)
-        self.channel.peer_tunnel_id = self.peer_id
+        self._set_peer_id(self._val(m, ASSIGNED_TUNNEL_ID, required=True))
         if not self._learn_peer(m) or not self._response_ok(m, SCCRP):
             return
         peer_challenge = self._val(m, CHALLENGE)

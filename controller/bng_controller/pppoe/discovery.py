@@ -278,42 +278,49 @@ class PppoeDiscovery:
         service = pkt.tag(TAG_SERVICE_NAME)
         echoed = self._echo_tags(pkt)
         # The PADS that answers it must fit one frame, and the tags it
-        # echoes may not be cut: the PADS that grants it (pads()), or one
+        # echoes may not be cut: the PADS that grants it (pads(), counted
+        # with a PPP-Max-Payload tag whether or not it gets one), or one
         # that refuses it (a Service-Name-Error, or pads_error() whose text
         # is ours and is cut to fit).
-        granted = [(TAG_SERVICE_NAME, service or b""), (TAG_AC_NAME, self.cfg.ac_name.encode()),
-                   *echoed, (TAG_PPP_MAX_PAYLOAD, b"\0\0")]
+        granted = self._pads_tags(service or b"", echoed, 0xFFFF)
         refused = [(TAG_SERVICE_NAME_ERROR, SERVICE_NOT_OFFERED)] + echoed
         if max(_octets(granted), _octets(refused)) > DISCOVERY_MAX_OCTETS:
             return Drop("padr whose pads would not fit one frame")
         if service is None or pkt.count(TAG_SERVICE_NAME) != 1 or not self._service_ok(service):
-            tags = [(TAG_SERVICE_NAME_ERROR, SERVICE_NOT_OFFERED)] + echoed
-            return Reply(DiscoveryPacket(PADS, 0, tags))
+            return Reply(DiscoveryPacket(PADS, 0, refused))
         return SessionRequest(client_mac=l2.src, line=line, l2=l2, service_name=service,
                               host_uniq=pkt.tag(TAG_HOST_UNIQ),
                               relay_session_id=pkt.tag(TAG_RELAY_SESSION_ID),
                               max_payload=self._granted_payload(pkt)
                               if pkt.tag(TAG_PPP_MAX_PAYLOAD) is not None else ETHERNET_MTU_PAYLOAD)
 
-    def pads(self, req: SessionRequest, session_id: int) -> DiscoveryPacket:
-        tags: list[tuple[int, bytes]] = [(TAG_SERVICE_NAME, req.service_name),
-                                         (TAG_AC_NAME, self.cfg.ac_name.encode())]
+    def _pads_tags(self, service: bytes, echoed: list[tuple[int, bytes]],
+                   max_payload: int) -> list[tuple[int, bytes]]:
+        """The tags of the PADS that grants a session."""
+        tags = [(TAG_SERVICE_NAME, service), (TAG_AC_NAME, self.cfg.ac_name.encode()), *echoed]
+        if max_payload > ETHERNET_MTU_PAYLOAD:
+            tags.append((TAG_PPP_MAX_PAYLOAD, struct.pack("!H", max_payload)))
+        return tags
+
+    @staticmethod
+    def _req_echo_tags(req: SessionRequest) -> list[tuple[int, bytes]]:
+        """_echo_tags of the PADR the request came from (RFC 2516 appendix
+        A: Host-Uniq and Relay-Session-Id go back in every response)."""
+        echoed = []
         if req.host_uniq is not None:
-            tags.append((TAG_HOST_UNIQ, req.host_uniq))
+            echoed.append((TAG_HOST_UNIQ, req.host_uniq))
         if req.relay_session_id is not None:
-            tags.append((TAG_RELAY_SESSION_ID, req.relay_session_id))
-        if req.max_payload > ETHERNET_MTU_PAYLOAD:
-            tags.append((TAG_PPP_MAX_PAYLOAD, struct.pack("!H", req.max_payload)))
-        return DiscoveryPacket(PADS, session_id, tags)
+            echoed.append((TAG_RELAY_SESSION_ID, req.relay_session_id))
+        return echoed
+
+    def pads(self, req: SessionRequest, session_id: int) -> DiscoveryPacket:
+        return DiscoveryPacket(PADS, session_id,
+                               self._pads_tags(req.service_name, self._req_echo_tags(req), req.max_payload))
 
     def pads_error(self, req: SessionRequest, message: str) -> DiscoveryPacket:
         """A PADS refusing the session (RFC 2516 5.4: session id 0 and an
         error tag), e.g. when no session id or line is left."""
-        echoed = []
-        if req.host_uniq is not None:
-            echoed.append((TAG_HOST_UNIQ, req.host_uniq))
-        if req.relay_session_id is not None:    # RFC 2516 appendix A: in every response
-            echoed.append((TAG_RELAY_SESSION_ID, req.relay_session_id))
+        echoed = self._req_echo_tags(req)
         room = DISCOVERY_MAX_OCTETS - _octets(echoed) - 4       # _padr saw to it that the tags fit
         return DiscoveryPacket(PADS, 0, [(TAG_GENERIC_ERROR, message.encode()[:max(room, 0)])] + echoed)
 

@@ -258,9 +258,7 @@ class Device:
         except libbsw.BswError:
             # none of it reached the data plane: the store must not hold it
             # either (the new program runs with empty tables)
-            for fn in reversed(undo):
-                fn()
-            self.store.clear_pending()
+            self.store.roll_back(undo)
             log.warning("reconcile: the %d entries kept could not be committed: the tables are empty", kept)
             raise
         direct = DirectResources(self.pipeline)

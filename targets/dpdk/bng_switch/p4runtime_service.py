@@ -254,9 +254,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             except libbsw.BswError as e:
                 # Nothing of the batch reached the data plane: undo the store
                 # and fail every table update of the batch.
-                for fn in reversed(undo):
-                    fn()
-                store.clear_pending()
+                store.roll_back(undo)
                 # ENOSPC: a table is full; ENOMEM: no EAL memory left for a rebuild.
                 code = grpc.StatusCode.RESOURCE_EXHAUSTED if e.errno in (errno.ENOSPC, errno.ENOMEM) \
                     else grpc.StatusCode.INTERNAL

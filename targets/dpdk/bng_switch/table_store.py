@@ -369,7 +369,12 @@ class TableStore:
             ts.rebuild_pending = False
             ops.rebuild(ts.map.swx_id, list(ts.entries.values()))
 
-    def clear_pending(self) -> None:
+    def roll_back(self, undo: list) -> None:
+        """The store as before a batch whose commit the pipeline refused
+        (nothing of it reached the data plane): its undo log, newest first,
+        and no rebuild left pending."""
+        for fn in reversed(undo):
+            fn()
         for ts in self.tables.values():
             ts.rebuild_pending = False
 
