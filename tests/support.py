@@ -2,14 +2,37 @@
 from __future__ import annotations
 
 import contextlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import pytest
 
 from bng_lab import netlab, switch_process
 from bng_lab.switch_process import ROOT, SwitchProcess  # noqa: F401  (re-exported for tests)
+
+
+def run_child(test_file: str, timeout: float = 300, cwd: Path | None = None) -> dict:
+    """Runs a test file as a script (its `child_main`) in a child process,
+    which owns DPDK's EAL: a process sets that up once, and pytest's is
+    shared. Returns the JSON object the child printed last; fails the test
+    with the child's output if it did not exit 0."""
+    r = subprocess.run([sys.executable, str(Path(test_file).resolve())], capture_output=True, text=True,
+                       timeout=timeout, env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=cwd)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def child_main(child: Callable[[str], dict], prefix: str) -> None:
+    """The script side of run_child: child(work_dir) in a scratch
+    directory, its result printed as JSON."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as work_dir:
+        print(json.dumps(child(work_dir)))
 
 
 def program_files(program: str) -> tuple[Path, Path]:

@@ -11,14 +11,11 @@ EAL can be set up once per process, and pytest's process is shared.
 """
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-import tempfile
 from pathlib import Path
 
 import pytest
+
+from tests.support import child_main, run_child
 
 pytestmark = pytest.mark.root
 
@@ -100,10 +97,7 @@ def child(work: str) -> dict:
 
 @pytest.fixture(scope="module")
 def result():
-    r = subprocess.run([sys.executable, __file__], capture_output=True, text=True, timeout=300,
-                       env=dict(os.environ))
-    assert r.returncode == 0, r.stdout + r.stderr
-    return json.loads(r.stdout.strip().splitlines()[-1])
+    return run_child(__file__)
 
 
 def test_small_ids_are_array_slots(result):
@@ -135,5 +129,4 @@ def test_a_program_that_reads_entry_ids_keeps_dpdk_numbering(result):
 
 
 if __name__ == "__main__":
-    with tempfile.TemporaryDirectory(prefix="index-tables-") as work_dir:
-        print(json.dumps(child(work_dir)))
+    child_main(child, "index-tables-")

@@ -13,14 +13,11 @@ DPDK's EAL can be set up once per process, and pytest's process is shared.
 """
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-import tempfile
 from pathlib import Path
 
 import pytest
+
+from tests.support import child_main, run_child
 
 pytestmark = pytest.mark.root
 
@@ -58,11 +55,7 @@ def child(work: str) -> dict:
 @pytest.fixture(scope="module")
 def result(tmp_path_factory):
     cwd = tmp_path_factory.mktemp("cwd")          # where an injected command would run
-    r = subprocess.run([sys.executable, str(Path(__file__).resolve())], capture_output=True, text=True,
-                       timeout=300, env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
-                       cwd=cwd)
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    out = json.loads(r.stdout.strip().splitlines()[-1])
+    out = run_child(__file__, cwd=cwd)
     out["injected"] = out["injected"] or (cwd / "INJECTED").exists()
     return out
 
@@ -84,5 +77,4 @@ def test_an_ordinary_directory_still_compiles(result):
 
 
 if __name__ == "__main__":
-    with tempfile.TemporaryDirectory(prefix="switch-build-") as work_dir:
-        print(json.dumps(child(work_dir)))
+    child_main(child, "switch-build-")

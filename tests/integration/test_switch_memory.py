@@ -24,14 +24,12 @@ from __future__ import annotations
 
 import ctypes
 import errno
-import json
-import os
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
+
+from tests.support import child_main, run_child
 
 pytestmark = pytest.mark.root
 
@@ -175,10 +173,7 @@ def child(work: str) -> dict:
 
 @pytest.fixture(scope="module")
 def result():
-    r = subprocess.run([sys.executable, __file__], capture_output=True, text=True, timeout=600,
-                       env=dict(os.environ))
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    return json.loads(r.stdout.strip().splitlines()[-1])
+    return run_child(__file__, timeout=600)
 
 
 def test_an_instance_fits_the_figure_the_default_is_sized_by(result):
@@ -210,6 +205,4 @@ def test_running_out_of_eal_memory_is_refused_cleanly_wherever_it_happens(result
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))     # bench/
-    with tempfile.TemporaryDirectory(prefix="switch-memory-") as work_dir:
-        print(json.dumps(child(work_dir)))
+    child_main(child, "switch-memory-")

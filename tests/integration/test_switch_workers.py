@@ -11,14 +11,12 @@ DPDK's EAL can be set up once per process, and pytest's process is shared.
 """
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
-import tempfile
 from pathlib import Path
 
 import pytest
+
+from tests.support import child_main, run_child
 
 pytestmark = pytest.mark.root
 
@@ -52,13 +50,9 @@ def child(work: str) -> dict:
 
 
 def test_a_worker_on_lcore_0_is_waited_for_when_stopped():
-    r = subprocess.run([sys.executable, __file__], capture_output=True, text=True, timeout=300,
-                       env=dict(os.environ))
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    out = json.loads(r.stdout.strip().splitlines()[-1])
+    out = run_child(__file__)
     assert out == {"cycles": CYCLES, "error": "", "freed": True}
 
 
 if __name__ == "__main__":
-    with tempfile.TemporaryDirectory(prefix="switch-workers-") as work_dir:
-        print(json.dumps(child(work_dir)))
+    child_main(child, "switch-workers-")

@@ -7,14 +7,12 @@ EAL can be set up once per process, and pytest's process is shared.
 """
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
+
+from tests.support import child_main, run_child
 
 pytestmark = pytest.mark.root
 
@@ -111,10 +109,7 @@ def child(work: str) -> dict:
 
 @pytest.fixture(scope="module")
 def result():
-    env = dict(os.environ)
-    r = subprocess.run([sys.executable, __file__], capture_output=True, text=True, timeout=300, env=env)
-    assert r.returncode == 0, r.stdout + r.stderr
-    return json.loads(r.stdout.strip().splitlines()[-1])
+    return run_child(__file__)
 
 
 def test_every_op_kind_applies(result):
@@ -139,5 +134,4 @@ def test_the_same_batch_well_formed_applies(result):
 
 
 if __name__ == "__main__":
-    with tempfile.TemporaryDirectory(prefix="table-commit-") as work_dir:
-        print(json.dumps(child(work_dir)))
+    child_main(child, "table-commit-")
