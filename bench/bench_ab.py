@@ -9,7 +9,10 @@ reads when it builds a pipeline set to A and then to B (BSW_SWX_GROUP_CHAIN,
 BSW_SWX_EXACT_ACCESS, BSW_INDEX_TABLES, BSW_TABLE_STATS: see
 targets/dpdk/src/bsw_pipeline.c),
 installs the same sessions in both, and measures them alternately, one
-second each, swapping which goes first every round. It prints per role the
+second each, swapping which goes first every round. With --program-a DIR
+it compares two P4 programs instead: A is the bng program compiled in DIR (a
+copy of p4src/build made before a change to p4src/), B the tree's, with the
+environment left as it is. It prints per role the
 medians, their ratio and in how many rounds A was the faster; a figure
 counts only if both pipelines forwarded every packet by its session
 (bench_bng's check).
@@ -49,9 +52,14 @@ def main() -> int:
     ap.add_argument("--sessions", type=int, default=40_000)
     ap.add_argument("--flows", type=int, default=1024, help="sessions the traffic cycles over")
     ap.add_argument("--frame-size", default="64", help="bytes, FCS included, or imix")
+    ap.add_argument("--program-a", type=Path, metavar="DIR",
+                    help="A is the bng program compiled in DIR (laid out as p4src/build), B the tree's; "
+                         "--env is then ignored")
     ap.add_argument("--json", help="also write every measurement here")
     args = ap.parse_args()
     name, va, vb = args.env
+    if args.program_a:
+        name, va, vb = "program", str(args.program_a), "p4src/build"
 
     from scapy.layers.l2 import Ether
     from scapy.utils import wrpcap
@@ -61,8 +69,12 @@ def main() -> int:
 
     work, pcap, cfg, lib, iospecs = start_pcap_bench("bench-bng-ab-", "ab", 1, PORT)
     one_step = cfg.table_lookup == "one-step"
-    prog = load_program("bng", work, "bng.spec")
-    ro = Readouts.of(prog)
+    progs = {"a": load_program("bng", work, "bng.spec"), "b": None}
+    if args.program_a:
+        progs["a"] = load_program("bng", work, "bng-a.spec", args.program_a)
+        progs["b"] = load_program("bng", work, "bng.spec")
+    progs["b"] = progs["b"] or progs["a"]
+    ro = {label: Readouts.of(prog) for label, prog in progs.items()}
     flows = spread_flows(args.sessions, args.flows)
 
     print(f"bench-ab: {name}={va} (A) against {name}={vb} (B); {args.sessions} sessions, traffic over "
@@ -79,16 +91,17 @@ def main() -> int:
             # cache of compiled pipelines must not hand B the library of A.
             build = work / label
             build.mkdir(exist_ok=True)
-            os.environ[name] = v
-            pipes[label], _, _ = role_pipeline(lib, prog, build, iospecs, cfg.dpdk_include, "compiled-only",
+            if not args.program_a:
+                os.environ[name] = v
+            pipes[label], _, _ = role_pipeline(lib, progs[label], build, iospecs, cfg.dpdk_include, "compiled-only",
                                                one_step, role, args.sessions)
-        drops_before = {label: drop_total(p, ro) for label, p in pipes.items()}
+        drops_before = {label: drop_total(p, ro[label]) for label, p in pipes.items()}
         runs: dict[str, list[float]] = {"a": [], "b": []}
         for k in range(args.rounds):
             for label in (("a", "b") if k % 2 == 0 else ("b", "a")):
                 runs[label].append(measure_mpps(pipes[label], PORT, args.seconds, 1))
         for label, p in pipes.items():
-            check_forwarding(p, ro, role, flows, drops_before[label], f"{role} {name}={values[label]}")
+            check_forwarding(p, ro[label], role, flows, drops_before[label], f"{role} {name}={values[label]}")
             p.free()
         ma, mb = statistics.median(runs["a"]), statistics.median(runs["b"])
         won = sum(a > b for a, b in zip(runs["a"], runs["b"]))

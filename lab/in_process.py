@@ -39,8 +39,9 @@ class Program:
         return PipelineMap(self.p4info, swx_spec.parse(self.spec_text), self.context)
 
 
-def load_program(name: str, work: Path, spec_name: str = "p.spec") -> Program:
-    p4info_path, dc = program_files(name)
+def load_program(name: str, work: Path, spec_name: str = "p.spec", build: Path | None = None) -> Program:
+    """build: a directory laid out as p4src/build (default p4src/build)."""
+    p4info_path, dc = program_files(name, *([build] if build else []))
     spec_text, context = decode_device_config(dc.read_bytes())
     spec_path = Path(work) / spec_name
     spec_path.write_text(spec_text)

@@ -26,9 +26,10 @@ class MissingProgram(FileNotFoundError):
     pass
 
 
-def program_files(program: str) -> tuple[Path, Path]:
-    """P4Info and device config of a compiled program of p4src/."""
-    d = BUILD / program
+def program_files(program: str, build: Path = BUILD) -> tuple[Path, Path]:
+    """P4Info and device config of a compiled program of p4src/ (or of a
+    copy of p4src/build kept elsewhere, such as bench_ab's baseline)."""
+    d = build / program
     files = d / f"{program}.p4info.txtpb", d / f"{program}.device_config.json"
     if not all(f.exists() for f in files):
         raise MissingProgram(f"p4src/build/{program} has no compiled outputs: the program is not in this tree yet")
