@@ -158,6 +158,7 @@ def test_malformed_control_messages_are_counted(lab):
              + struct.pack("!HHHH", 0x8008, 0, 0, 1)                    # Message Type SCCRQ
              + struct.pack("!HHHBB", 0x8008, 0, 2, 1, 0)                # Protocol Version 1.0
              + struct.pack("!HHH", 0x8006 + 4, 0, 7) + b"evil"          # Host Name
+             + struct.pack("!HHHI", 0x800A, 0, 3, 3)                    # Framing Capabilities
              + struct.pack("!HHHH", 0x8008, 0, 9, 77))                  # Assigned Tunnel ID
     sccrq = sccrq[:2] + struct.pack("!H", len(sccrq)) + sccrq[4:]
     bad_length = bytearray(sccrq)

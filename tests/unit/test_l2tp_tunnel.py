@@ -980,3 +980,110 @@ def test_a_refused_sccrq_is_answered_in_the_peers_tunnel(monkeypatch):
     assert acks and all(a.tunnel_id == t.peer_id != 0 for a in acks)
     net.run(limit=40)
     assert sum(1 for src, p in net.tap if src is net.lns and decode_control(p).msg_type == C.STOPCCN) == 1
+
+
+# ---- AVPs a message must carry (RFC 2661 section 6) ----
+def _without(mb: MessageBuilder, attr: int) -> MessageBuilder:
+    """The message less its (IETF, plain) AVP `attr`."""
+    mb.parts = [p for p in mb.parts if p[2:6] != bytes(2) + attr.to_bytes(2, "big")]
+    return mb
+
+
+def _send_without(t: Tunnel, msg_types: tuple[int, ...], attr: int) -> None:
+    """From now on `t` sends its messages of msg_types less the AVP attr."""
+    send = t._send
+    t._send = lambda mb, session_id=0: send(_without(mb, attr) if mb.msg_type in msg_types else mb, session_id)
+
+
+@pytest.mark.parametrize("msg_type,attr,label", [(C.SCCRQ, C.HOST_NAME, "Host Name"),
+                                                 (C.SCCRQ, C.PROTOCOL_VERSION, "Protocol Version"),
+                                                 (C.SCCRP, C.FRAMING_CAPABILITIES, "Framing Capabilities")])
+def test_a_tunnel_message_without_a_required_avp_is_refused(monkeypatch, msg_type, attr, label):
+    """An SCCRQ or SCCRP that leaves out an AVP it must carry was taken as
+    if the AVP held a default (no host name, any version, no framing)."""
+    from bng_controller.l2tp import tunnel as tunnel_module
+    net = make()
+    orig = tunnel_module.Tunnel._scc_avps
+    monkeypatch.setattr(tunnel_module.Tunnel, "_scc_avps",
+                        lambda self, mt: _without(orig(self, mt), attr) if mt == msg_type else orig(self, mt))
+    net.lac.open_tunnel(LNS_ADDR)
+    assert net.run(lambda: not net.lac.tunnels and not net.lns.tunnels, limit=60)
+    refuser, refused = (net.lns, net.lac) if msg_type == C.SCCRQ else (net.lac, net.lns)
+    result = ResultCode(C.STOP_GENERAL_ERROR, C.ERR_OUT_OF_RANGE, f"missing {label}")
+    (ours,) = net.of(refuser, TunnelFailed) + net.of(refuser, TunnelDown)
+    assert (ours.reason, ours.result, ours.by_peer) == (f"malformed {C.MESSAGE_NAMES[msg_type]}", result, False)
+    (theirs,) = net.of(refused, TunnelFailed) + net.of(refused, TunnelDown)
+    assert theirs.by_peer and theirs.result == result
+    assert refuser.counters["tunnel setup failed"] == 1
+    assert not net.of(refuser, TunnelUp)
+
+
+def test_an_icrq_without_call_serial_number_is_refused_with_cdn():
+    net = make()
+    t = net.lac.open_tunnel(LNS_ADDR)
+    assert net.run(up(net), limit=5)
+    send = t._send
+    _send_without(t, (C.ICRQ,), C.CALL_SERIAL_NUMBER)
+    s = net.lac.open_session(t, call(1))
+    t._send = send
+    s2 = net.lac.open_session(t, call(2))
+    assert net.run(lambda: bool(net.of(net.lac, SessionDown)) and bool(net.of(net.lns, SessionUp)), limit=10)
+    (down,) = net.of(net.lac, SessionDown)
+    assert down.session is s and down.by_peer
+    assert down.result == ResultCode(C.CDN_GENERAL_ERROR, C.ERR_OUT_OF_RANGE, "missing Call Serial Number")
+    lt = lns_tunnel(net)
+    assert lt.counters["missing required avp"] == 1 and lt.counters["call refused"] == 1
+    assert s2.state is SessionState.ESTABLISHED and len(lt.sessions) == 1
+    assert t.established and lt.established
+
+
+def test_an_iccn_without_framing_type_ends_the_call():
+    net = make()
+    t = net.lac.open_tunnel(LNS_ADDR)
+    assert net.run(up(net), limit=5)
+    _send_without(t, (C.ICCN,), C.FRAMING_TYPE)
+    net.lac.open_session(t, call(1))
+    lt = lns_tunnel(net)
+    assert net.run(lambda: bool(net.of(net.lac, SessionDown)) and not lt.sessions, limit=10)
+    (down,) = net.of(net.lac, SessionDown)
+    assert down.by_peer
+    assert down.result == ResultCode(C.CDN_GENERAL_ERROR, C.ERR_OUT_OF_RANGE, "missing Framing Type")
+    assert lt.counters["missing required avp"] == 1
+    assert not net.of(net.lns, SessionUp) and t.established and lt.established
+
+
+def test_a_cdn_or_stopccn_without_result_code_still_ends_and_is_counted():
+    net = make()
+    t = net.lac.open_tunnel(LNS_ADDR)
+    net.lac.open_session(t, call(1))
+    net.lac.open_session(t, call(2))
+    assert net.run(up(net, 2), limit=5)
+    lt = lns_tunnel(net)
+    _send_without(t, (C.CDN, C.STOPCCN), C.RESULT_CODE)
+    net.lac.close_session(next(iter(t.sessions.values())))
+    assert net.run(lambda: len(lt.sessions) == 1, limit=10)
+    assert lt.counters["missing required avp"] == 1
+    net.lac.close_tunnel(t)
+    assert net.run(lambda: not net.lns.tunnels, limit=60)
+    assert lt.counters["missing required avp"] == 2
+    assert [d.by_peer for d in net.of(net.lns, SessionDown)] == [True, True]
+
+
+def test_a_speed_update_with_an_unknown_mandatory_avp_clears_the_tunnel():
+    """CSUN and CSURQ (RFC 5515) are not used, but like every tunnel message
+    one that carries an AVP we must understand and do not ends the tunnel
+    (RFC 2661 4.2); one without is ignored."""
+    net = make()
+    t = net.lac.open_tunnel(LNS_ADDR)
+    net.lac.open_session(t, call(1))
+    assert net.run(up(net, 1), limit=5)
+    t.channel.send(0, MessageBuilder(C.CSUN).raw(encode_avp(C.CONNECT_SPEED_UPDATE, bytes(10),
+                                                            mandatory=False)).body())
+    t.flush()
+    assert not net.run(lambda: bool(net.of(net.lns, TunnelDown)), limit=3)
+    t.channel.send(0, MessageBuilder(C.CSURQ).raw(encode_avp(4242, b"?")).body())
+    t.flush()
+    assert net.run(lambda: not net.lac.tunnels and not net.lns.tunnels, limit=60)
+    (down,) = net.of(net.lns, TunnelDown)
+    assert down.result == ResultCode(C.STOP_GENERAL_ERROR, C.ERR_UNKNOWN_MANDATORY_AVP, "avp 4242")
+    assert net.of(net.lac, SessionDown)[0].by_peer

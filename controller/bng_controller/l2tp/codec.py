@@ -119,6 +119,27 @@ PPP_DISCONNECT_CAUSE = 46         # RFC 3145
 CONNECT_SPEED_UPDATE = 97         # RFC 5515 (CSUN)
 CONNECT_SPEED_UPDATE_ENABLE = 98  # RFC 5515 (ICRQ)
 
+# AVPs each message MUST carry besides its Message Type (RFC 2661 section 6).
+# A peer that leaves one out is answered as for a malformed one: the tunnel
+# (SCCRQ, SCCRP) or the call (ICRQ, ICCN) is refused; a message that ends
+# something anyway (StopCCN, CDN) or asks nothing of us (WEN, SLI) still
+# does, and is counted.
+REQUIRED_AVPS: dict[int, tuple[int, ...]] = {
+    SCCRQ: (PROTOCOL_VERSION, HOST_NAME, FRAMING_CAPABILITIES, ASSIGNED_TUNNEL_ID),
+    SCCRP: (PROTOCOL_VERSION, FRAMING_CAPABILITIES, HOST_NAME, ASSIGNED_TUNNEL_ID),
+    STOPCCN: (ASSIGNED_TUNNEL_ID, RESULT_CODE),
+    OCRQ: (ASSIGNED_SESSION_ID, CALL_SERIAL_NUMBER, MINIMUM_BPS, MAXIMUM_BPS, BEARER_TYPE, FRAMING_TYPE,
+           CALLED_NUMBER),
+    OCRP: (ASSIGNED_SESSION_ID,),
+    OCCN: (TX_CONNECT_SPEED, FRAMING_TYPE),
+    ICRQ: (ASSIGNED_SESSION_ID, CALL_SERIAL_NUMBER),
+    ICRP: (ASSIGNED_SESSION_ID,),
+    ICCN: (TX_CONNECT_SPEED, FRAMING_TYPE),
+    CDN: (RESULT_CODE, ASSIGNED_SESSION_ID),
+    WEN: (CALL_ERRORS,),
+    SLI: (ACCM,),
+}
+
 # ---- Broadband Forum AVPs (vendor 3561, RFC 5515 section 3) ----
 BBF_AGENT_CIRCUIT_ID = 1
 BBF_AGENT_REMOTE_ID = 2
@@ -650,6 +671,14 @@ class ControlMessage:
         malformed (the caller consults the AVP's M bit)."""
         a = self.find(attr, vendor)
         return default if a is None else a.typed()
+
+    def missing_required(self) -> int | None:
+        """The first AVP type this message must carry (REQUIRED_AVPS) and
+        does not, if any."""
+        for attr in REQUIRED_AVPS.get(self.msg_type, ()):
+            if self.find(attr) is None:
+                return attr
+        return None
 
     def unknown_mandatory(self) -> Avp | None:
         """The first unrecognised AVP with the M bit set, if any."""

@@ -340,6 +340,12 @@ class _Malformed(Exception):
         self.error = error
 
 
+def _missing(vendor: int, attr: int) -> _Malformed:
+    """An AVP the message must carry is absent: RFC 2661 has no error code
+    of its own for it; "a field value out of range" is the nearest."""
+    return _Malformed(f"missing {avp_label(vendor, attr)}", ERR_OUT_OF_RANGE)
+
+
 class Tunnel:
     """One control connection and its sessions. Driven by `L2tpEndpoint`;
     the methods the owner calls go through the endpoint."""
@@ -419,9 +425,23 @@ class Tunnel:
         a = m.find(attr, vendor)
         if a is None:
             if required:
-                raise _Malformed(f"missing {avp_label(vendor, attr)}", ERR_OUT_OF_RANGE)
+                raise _missing(vendor, attr)
             return None
         return self._typed(a, required)
+
+    def _require(self, m: ControlMessage) -> None:
+        """Refuses (_Malformed) a message without an AVP that RFC 2661
+        section 6 says it must carry."""
+        attr = m.missing_required()
+        if attr is not None:
+            self._count("missing required avp")
+            raise _missing(0, attr)
+
+    def _note_missing(self, m: ControlMessage) -> None:
+        """Counts a message that lacks a required AVP but is acted on all
+        the same (it ends something, or asks nothing of us)."""
+        if m.missing_required() is not None:
+            self._count("missing required avp")
 
     def _typed(self, a: Avp, required: bool = False) -> Any:
         try:
@@ -513,6 +533,7 @@ class Tunnel:
 
     def _on_sccrq(self, m: ControlMessage) -> None:
         self._set_peer_id(self._val(m, ASSIGNED_TUNNEL_ID, required=True))
+        self._require(m)
         if not self._learn_peer(m):
             return
         if self.refusal is not None:
@@ -547,6 +568,7 @@ class Tunnel:
 
     def _on_sccrp(self, m: ControlMessage) -> None:
         self._set_peer_id(self._val(m, ASSIGNED_TUNNEL_ID, required=True))
+        self._require(m)
         if not self._learn_peer(m) or not self._response_ok(m, SCCRP):
             return
         peer_challenge = self._val(m, CHALLENGE)
@@ -642,6 +664,7 @@ class Tunnel:
 
     # ---- tunnel teardown ----
     def _peer_stop(self, m: ControlMessage) -> None:
+        self._note_missing(m)
         try:
             result = self._val(m, RESULT_CODE)
         except _Malformed:
@@ -909,6 +932,7 @@ class Tunnel:
                                                   avp_label(bad.vendor, bad.attr)))
             return
         try:
+            self._require(m)
             call = self._read_icrq(m)
         except _Malformed as e:
             self._refuse_new(peer_sid, ResultCode(CDN_GENERAL_ERROR, e.error, str(e)))
@@ -957,7 +981,15 @@ class Tunnel:
             self._new_call(m)
             return
         if t == CSUN or t == CSURQ:
-            return                                  # RFC 5515 speed updates: not used
+            # RFC 5515 speed updates, of the tunnel (they list sessions):
+            # not used, but an AVP we must understand and do not clears the
+            # tunnel as in any other tunnel message (RFC 2661 4.2)
+            bad = m.unknown_mandatory()
+            if bad is not None:
+                label = avp_label(bad.vendor, bad.attr)
+                self._fail(ResultCode(STOP_GENERAL_ERROR, ERR_UNKNOWN_MANDATORY_AVP, label),
+                           f"unknown mandatory {label} in {m.name}")
+            return
         s = self.sessions.get(m.session_id) if m.session_id else None
         if s is None and t == CDN:
             try:
@@ -979,6 +1011,7 @@ class Tunnel:
         bad = m.unknown_mandatory()
         try:
             if t == CDN:
+                self._note_missing(m)
                 self._on_cdn(s, m)
             elif bad is not None:
                 label = avp_label(bad.vendor, bad.attr)
@@ -990,7 +1023,7 @@ class Tunnel:
             elif not s.lac and t == ICCN and s.state is SessionState.WAIT_CONNECT:
                 self._on_iccn(s, m)
             elif (t == SLI and s.lac) or (t == WEN and not s.lac):
-                pass                                # ACCM / call errors: nothing to do with them here
+                self._note_missing(m)               # ACCM / call errors: nothing to do with them here
             else:
                 self.close_session(s, ResultCode(CDN_GENERAL_ERROR, ERR_VENDOR,
                                                  f"unexpected {m.name} in {s.state.value}"),
@@ -1008,6 +1041,7 @@ class Tunnel:
         self._event(SessionUp(s))
 
     def _on_iccn(self, s: Session, m: ControlMessage) -> None:
+        self._require(m)
         self._read_iccn(m, s.call)
         s.state = SessionState.ESTABLISHED
         s.announced = True
