@@ -73,3 +73,47 @@ def test_a_request_without_the_address_is_naked_never_rejected_empty():
     for i in range(12):
         r = answer(fsm, sent, 30 + i, [])
         assert r.code == CONF_NAK and parse_options(r.data) == [(OPT_IP_ADDRESS, PEER.packed)], i
+
+
+def _nak_ours(fsm: Fsm, sent: list[ControlPacket], ours: ControlPacket, options) -> ControlPacket:
+    """Nak our pending request with `options`; our next request."""
+    sent.clear()
+    fsm.receive(ControlPacket(CONF_NAK, ours.identifier, encode_options(options)))
+    [req] = [p for p in sent if p.code == CONF_REQ]
+    return req
+
+
+def test_a_peer_that_naks_our_address_for_ever_is_taken_as_rejecting_it():
+    """Each Nak refills the restart counter (RFC 1661 4.6), and the gateway
+    address is ours to choose: a peer that Naked it with another address
+    kept IPCP renegotiating for ever (never ended during a renegotiation,
+    where no setup timeout runs). Past Max-Failure Naks in a row they are
+    taken as a Reject, as pppd does: we stop sending the address."""
+    fsm, sent, link, ours = ipcp()
+    other = [(OPT_IP_ADDRESS, A("10.9.9.9").packed)]
+    for _ in range(5):
+        ours = _nak_ours(fsm, sent, ours, other)
+        assert parse_options(ours.data) == [(OPT_IP_ADDRESS, GATEWAY.packed)]
+    assert fsm.naks_as_rejects == 0
+    ours = _nak_ours(fsm, sent, ours, other)
+    assert parse_options(ours.data) == [] and fsm.naks_as_rejects == 1
+    fsm.receive(ControlPacket(CONF_ACK, ours.identifier, ours.data))
+    assert answer(fsm, sent, 50, [(OPT_IP_ADDRESS, PEER.packed)]).code == CONF_ACK
+    assert fsm.state == State.OPENED and link.up and fsm.naks_received == 0
+
+
+def test_naks_counted_in_a_row_start_again_after_an_ack():
+    fsm, sent, link, ours = ipcp()
+    other = [(OPT_IP_ADDRESS, A("10.9.9.9").packed)]
+    for _ in range(5):
+        ours = _nak_ours(fsm, sent, ours, other)
+    fsm.receive(ControlPacket(CONF_ACK, ours.identifier, ours.data))
+    assert answer(fsm, sent, 60, [(OPT_IP_ADDRESS, PEER.packed)]).code == CONF_ACK and link.up
+    # the peer renegotiates: five more Naks are five, not ten
+    sent.clear()
+    fsm.receive(ControlPacket(CONF_REQ, 61, encode_options([(OPT_IP_ADDRESS, PEER.packed)])))
+    [ours] = [p for p in sent if p.code == CONF_REQ]
+    for _ in range(5):
+        ours = _nak_ours(fsm, sent, ours, other)
+        assert parse_options(ours.data) == [(OPT_IP_ADDRESS, GATEWAY.packed)]
+    assert fsm.naks_as_rejects == 0

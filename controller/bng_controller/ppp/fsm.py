@@ -92,6 +92,8 @@ class Fsm:
         self.restart_count = 0
         self.deadline: float | None = None
         self.failures = 0            # Naks sent in a row (Max-Failure)
+        self.naks_received = 0       # Naks of our requests since one was acked
+        self.naks_as_rejects = 0     # of those, taken as Rejects (see _rcn)
         self._req_id = 0
         self._req_options: list[Option] = []
         self._req_pending = False    # our last request awaits a reply
@@ -175,6 +177,7 @@ class Fsm:
             self.state = State.CLOSED
         elif s == State.STARTING:
             self._irc_conf()
+            self.naks_received = 0
             self._scr()
             self.state = State.REQ_SENT
 
@@ -204,6 +207,7 @@ class Fsm:
             self.state = State.STARTING
         elif s == State.CLOSED:
             self._irc_conf()
+            self.naks_received = 0
             if passive:
                 self.state = State.STOPPED
             else:
@@ -369,6 +373,7 @@ class Fsm:
         if s in (State.CLOSING, State.STOPPING):
             return
         self._req_pending = False
+        self.naks_received = 0
         if s == State.REQ_SENT:
             self._irc_conf()
             self._stop_timer()
@@ -412,7 +417,19 @@ class Fsm:
             return
         self._req_pending = False
         if pkt.code == CONF_NAK:
-            if not self.neg.nak_received(options):
+            self.naks_received += 1
+            if self.naks_received > self.max_failure:
+                # Every Nak refills the restart counter (RFC 1661 4.6), so a
+                # peer that Naks whatever we send would keep the layer
+                # negotiating for ever, Max-Configure never reached. Past
+                # Max-Failure Naks in a row, take them as Rejects of those
+                # options, as pppd does after its maxnakloops: we stop
+                # sending them, or close if we cannot do without one.
+                self.naks_as_rejects += 1
+                if not self.neg.reject_received(options):
+                    self.close(f"peer Naked {self.naks_received} requests in a row")
+                    return
+            elif not self.neg.nak_received(options):
                 self.close("no acceptable value for a required option")
                 return
         elif not self.neg.reject_received(options):

@@ -41,7 +41,8 @@ class IpcpNegotiator:
 
     def nak_received(self, options: list[Option]) -> bool:
         # A peer suggesting another gateway address is ignored: the
-        # gateway is ours to choose. Max-Configure ends a peer that insists.
+        # gateway is ours to choose. Past Max-Failure Naks the automaton
+        # takes them as a Reject, and we stop sending the address.
         return True
 
     def reject_received(self, options: list[Option]) -> bool:
