@@ -44,6 +44,19 @@ def session_summary(s: "Subscriber", now: float) -> dict:
     return d
 
 
+def _link_events(link) -> dict:
+    """The link's event counts, with what its negotiation automata count
+    (invalid replies discarded, a peer's Naks taken as Rejects)."""
+    d = dict(link.counters)
+    for name, fsm in (("lcp", link.lcp), ("ipcp", link.ipcp), ("ipv6cp", link.ipv6cp)):
+        if fsm is not None:
+            if fsm.silent_discards:
+                d[f"{name} discarded"] = fsm.silent_discards
+            if fsm.naks_as_rejects:
+                d[f"{name} naks taken as rejects"] = fsm.naks_as_rejects
+    return d
+
+
 def session_detail(s: "Subscriber", now: float) -> dict:
     d = session_summary(s, now)
     link = s.link
@@ -55,7 +68,7 @@ def session_detail(s: "Subscriber", now: float) -> dict:
         "ipv6cp": FsmState(link.ipv6cp.state).name if link.ipv6cp else None,
         "our_magic": f"0x{n.our_magic:08x}", "peer_magic": f"0x{n.peer_magic:08x}",
         "our_mru": n.our_mru, "peer_mru": n.peer_mru, "mss_clamp": s.mss_clamp,
-        "echo_outstanding": link.echo_outstanding, "events": dict(link.counters),
+        "echo_outstanding": link.echo_outstanding, "events": _link_events(link),
     }
     a = s.auth
     d["aaa"] = None if a is None else {

@@ -117,3 +117,16 @@ def test_naks_counted_in_a_row_start_again_after_an_ack():
         ours = _nak_ours(fsm, sent, ours, other)
         assert parse_options(ours.data) == [(OPT_IP_ADDRESS, GATEWAY.packed)]
     assert fsm.naks_as_rejects == 0
+
+
+def test_naks_taken_as_rejects_show_in_the_session_detail():
+    from types import SimpleNamespace
+
+    from bng_controller.api import _link_events
+    fsm, sent, _, ours = ipcp()
+    for _ in range(6):
+        ours = _nak_ours(fsm, sent, ours, [(OPT_IP_ADDRESS, A("10.9.9.9").packed)])
+    fsm.receive(ControlPacket(CONF_NAK, 99, b""))                    # a stale id: discarded
+    link = SimpleNamespace(counters={"echo timeout": 1}, lcp=SimpleNamespace(silent_discards=0, naks_as_rejects=0),
+                           ipcp=fsm, ipv6cp=None)
+    assert _link_events(link) == {"echo timeout": 1, "ipcp discarded": 1, "ipcp naks taken as rejects": 1}
