@@ -361,6 +361,48 @@ def test_read_wildcards(env):
     assert list(store.read(te(1, [(1, "exact", MAC)])))[0].action.action.action_id == 11
 
 
+def test_read_filters_by_action_priority_and_metadata(env):
+    """The spec's wildcard-read filters: the action id (it was ignored: a
+    read for one action got every entry), priority, controller_metadata and
+    metadata; a read of all tables takes none of them (a priority was
+    applied across tables)."""
+    store, _ = env
+    for i, (action, params) in enumerate([(10, [(1, b"\x01")]), (11, []), (10, [(1, b"\x02")])]):
+        e = te(1, [(1, "exact", MAC[:-1] + bytes([i]))], action, params)
+        e.controller_metadata, e.metadata = 7 + i % 2, b"row%d" % i
+        apply(store, p4r.Update.INSERT, e)
+    apply(store, p4r.Update.INSERT, te(3, [(1, "ternary", b"\x08\x00", b"\xff\xff")], 10, [(1, b"\x01")],
+                                       priority=5))
+    apply(store, p4r.Update.INSERT, te(3, [(1, "ternary", b"\x86\xdd", b"\xff\xff")], 10, [(1, b"\x01")],
+                                       priority=9))
+
+    def read(**kw) -> list:
+        return list(store.read(p4r.TableEntry(**kw)))
+
+    forwards = read(table_id=1, action=p4r.TableAction(action=p4r.Action(action_id=10)))
+    assert sorted(e.metadata for e in forwards) == [b"row0", b"row2"]
+    assert [e.metadata for e in read(table_id=1, controller_metadata=8)] == [b"row1"]
+    assert [e.controller_metadata for e in read(table_id=1, metadata=b"row2")] == [7]
+    assert [e.priority for e in read(table_id=3, priority=9)] == [9]
+    assert read(table_id=1, action=p4r.TableAction(action=p4r.Action(action_id=12))) == []
+    # a match names one entry, which the other filters may still leave out
+    one = te(1, [(1, "exact", MAC[:-1] + b"\x01")])
+    one.controller_metadata = 7
+    assert list(store.read(one)) == []
+    # the default entry is filtered by its action too
+    assert len(read(table_id=3, is_default_action=True, action=p4r.TableAction(action=p4r.Action(action_id=10)))) == 1
+    assert read(table_id=3, is_default_action=True, action=p4r.TableAction(action=p4r.Action(action_id=12))) == []
+    for bad in (dict(priority=9), dict(controller_metadata=7), dict(is_default_action=True),
+                dict(action=p4r.TableAction(action=p4r.Action(action_id=10))),
+                dict(table_id=1, action=p4r.TableAction(action=p4r.Action(action_id=10, params=[
+                    p4r.Action.Param(param_id=1, value=b"\x01")]))),
+                dict(table_id=1, action=p4r.TableAction(action_profile_member_id=3))):
+        with pytest.raises(P4RuntimeError) as e:
+            read(**bad)
+        assert e.value.code == grpc.StatusCode.INVALID_ARGUMENT, bad
+    assert len(read()) == 5
+
+
 def test_p4info_that_does_not_match_the_spec_is_refused():
     from google.protobuf import text_format
     spec = swx_spec.parse(SPEC)

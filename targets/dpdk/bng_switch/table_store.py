@@ -36,6 +36,15 @@ def _invalid(msg: str) -> P4RuntimeError:
     return P4RuntimeError(grpc.StatusCode.INVALID_ARGUMENT, msg)
 
 
+def _selects(q: p4r.TableEntry, action_id: int, proto: p4r.TableEntry) -> bool:
+    """Whether a stored entry passes a Read's scalar filters (0 or empty:
+    any)."""
+    return ((not action_id or proto.action.action.action_id == action_id)
+            and (not q.priority or proto.priority == q.priority)
+            and (not q.controller_metadata or proto.controller_metadata == q.controller_metadata)
+            and (not q.metadata or proto.metadata == q.metadata))
+
+
 def decode_value(data: bytes, bitwidth: int, what: str) -> int:
     """A P4Runtime bytestring as an int, refusing values wider than bitwidth."""
     if not data:
@@ -387,25 +396,49 @@ class TableStore:
     def read_stored(self, te: p4r.TableEntry, tables: list[TableState] | None = None):
         """(table, stored entry or None for the default entry, proto) of the
         entries a Read request's TableEntry selects, among `tables` (default:
-        all) when it names no table."""
+        all) when it names no table. Its filters (P4Runtime spec, "Wildcard
+        Reads"): match (one entry), action id, priority, controller_metadata,
+        metadata, is_default_action; a read of all tables takes none."""
         if te.table_id:
             states = [self._table(te.table_id)]
         else:
+            if te.match or te.HasField("action") or te.priority or te.controller_metadata or te.metadata \
+                    or te.is_default_action:
+                raise _invalid("a read of all tables (table_id 0) takes no other filter")
             states = list(self.tables.values()) if tables is None else tables
+        action_id = self._action_filter(te)
         for ts in states:
             if te.is_default_action:
-                yield ts, None, self.default_entry(ts)
+                proto = self.default_entry(ts)
+                if _selects(te, action_id, proto):
+                    yield ts, None, proto
                 continue
             if te.match:
                 canon, *_ = self._match(ts.map, te)
                 e = ts.entries.get(canon)
-                if e is not None:
+                if e is not None and _selects(te, action_id, e.proto):
+                    yield ts, e, e.proto
+                continue
+            if not (action_id or te.priority or te.controller_metadata or te.metadata):
+                for e in ts.entries.values():
                     yield ts, e, e.proto
                 continue
             for e in ts.entries.values():
-                if te.priority and e.proto.priority != te.priority:
-                    continue
-                yield ts, e, e.proto
+                if _selects(te, action_id, e.proto):
+                    yield ts, e, e.proto
+
+    @staticmethod
+    def _action_filter(te: p4r.TableEntry) -> int:
+        """The action id a Read filters on (0: none). The spec allows only
+        that: no parameters, no action profile member or group."""
+        if not te.HasField("action"):
+            return 0
+        kind = te.action.WhichOneof("type")
+        if kind != "action":
+            raise _invalid(f"a read can filter on a direct action's id only, not on {kind or 'an empty action'}")
+        if te.action.action.params:
+            raise _invalid("a read cannot filter on action parameters")
+        return te.action.action.action_id
 
     def find(self, te: p4r.TableEntry) -> tuple[TableState, StoredEntry | None]:
         """The one entry (or default entry) a write of a direct resource names."""
