@@ -1,4 +1,4 @@
-/* The texts of bsw_swx_exact_access.h and bsw_swx_group_chain.h,
+/* The texts of bsw_swx_exact_access.h, bsw_swx_emit.h and bsw_swx_group_chain.h,
  * NUL-terminated, for the pipeline build to put in front of the code it
  * generates (bsw_pipeline.c). */
 	.section .rodata
@@ -8,6 +8,12 @@ bsw_exact_access_h:
 	.incbin "bsw_swx_exact_access.h"
 	.byte 0
 	.size bsw_exact_access_h, . - bsw_exact_access_h
+	.global bsw_emit_h
+	.type bsw_emit_h, @object
+bsw_emit_h:
+	.incbin "bsw_swx_emit.h"
+	.byte 0
+	.size bsw_emit_h, . - bsw_emit_h
 	.global bsw_group_chain_h
 	.type bsw_group_chain_h, @object
 bsw_group_chain_h:

@@ -33,6 +33,7 @@ spec_hash(FILE *f)
  * by bsw_codegen_headers.S. */
 extern const char bsw_exact_access_h[];
 extern const char bsw_group_chain_h[];
+extern const char bsw_emit_h[];
 
 static uint64_t
 text_hash(uint64_t h, const char *s)
@@ -49,6 +50,17 @@ static int
 exact_access_wanted(int trace)
 {
 	const char *v = getenv("BSW_SWX_EXACT_ACCESS");
+
+	return !trace && !(v && !strcmp(v, "0"));
+}
+
+/* Whether the generated code gets the emits of bsw_swx_emit.h: always,
+ * unless BSW_SWX_EMIT=0 asks for DPDK's (to measure the difference) or the
+ * build traces. */
+static int
+emit_wanted(int trace)
+{
+	const char *v = getenv("BSW_SWX_EMIT");
 
 	return !trace && !(v && !strcmp(v, "0"));
 }
@@ -230,7 +242,7 @@ codegen_and_compile(const char *spec_path, const char *work_dir, const char *inc
 	uint64_t h;
 	code_pass_t passes[2];
 	uint32_t n_passes = 0;
-	int status, trace, exact, chain, stats;
+	int status, trace, exact, emit, chain, stats;
 
 	/* Both go into file names of fixed size and, single-quoted, into the
 	 * shell command below: refuse what would be cut short (a truncated
@@ -254,10 +266,13 @@ codegen_and_compile(const char *spec_path, const char *work_dir, const char *inc
 	if (trace)
 		h ^= 0x7472616365ULL;
 	exact = exact_access_wanted(trace);
+	emit = emit_wanted(trace);
 	chain = group_chain_wanted(trace);
 	stats = chain && table_stats_wanted();
 	if (exact)
 		h = text_hash(h, bsw_exact_access_h);
+	if (emit)
+		h = text_hash(h, bsw_emit_h);
 	if (chain)
 		h = text_hash(h, bsw_group_chain_h);
 	if (stats)
@@ -280,6 +295,8 @@ codegen_and_compile(const char *spec_path, const char *work_dir, const char *inc
 		fprintf(code, "%s\n", bsw_exact_access_h);
 		passes[n_passes++] = fence_pass;
 	}
+	if (emit)
+		fprintf(code, "%s\n", bsw_emit_h);
 	if (chain) {
 		if (stats)
 			fputs(TABLE_STATS_DEFINE, code);
