@@ -3,7 +3,8 @@ compiled pipeline (targets/dpdk/src/bsw_swx_exact_access.h) compute what the
 DPDK instructions they replace compute: a C program runs both on random
 operands and compares the memory they leave (swx_exact_access_check.c).
 The PTF suite and the integration tests run the BNG program on them too;
-this one covers the forms and widths the BNG program does not use.
+this one covers the forms and widths the BNG program does not use. The
+header emits of bsw_swx_emit.h are checked the same way (swx_emit_check.c).
 The switch copies DPDK's generated code through two passes before gcc sees
 it: fences (bsw_exact_access_fence.c) and group chaining
 (bsw_group_chain.c); their tests are here too."""
@@ -21,7 +22,9 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 
 
-def test_exact_access_matches_dpdk(tmp_path: Path) -> None:
+def _build_check(source: str, tmp_path: Path) -> Path:
+    """Compiles one of the differential checks beside this file against
+    DPDK's internal header and the switch's headers."""
     include = Path(default_dpdk_include())
     if not (include / "rte_swx_pipeline_internal.h").exists():
         pytest.fail(f"{include} has no rte_swx_pipeline_internal.h: run make setup")
@@ -29,14 +32,27 @@ def test_exact_access_matches_dpdk(tmp_path: Path) -> None:
         pytest.fail("gcc and pkg-config are needed (make setup installs them)")
     flags = subprocess.run(["pkg-config", "--cflags", "--libs", "libdpdk"], check=True,
                            capture_output=True, text=True).stdout.split()
-    exe = tmp_path / "check"
+    exe = tmp_path / Path(source).stem
     subprocess.run(["gcc", "-O2", "-Wall", "-Werror", "-Wno-deprecated-declarations",
                     "-DALLOW_EXPERIMENTAL_API", f"-I{include}", f"-I{ROOT / 'targets/dpdk/src'}",
-                    "-o", str(exe), str(HERE / "swx_exact_access_check.c"), *flags],
+                    "-o", str(exe), str(HERE / source), *flags],
                    check=True, capture_output=True, text=True)
-    out = subprocess.run([str(exe), "20000"], capture_output=True, text=True)
+    return exe
+
+
+def test_exact_access_matches_dpdk(tmp_path: Path) -> None:
+    out = subprocess.run([str(_build_check("swx_exact_access_check.c", tmp_path)), "20000"],
+                         capture_output=True, text=True)
     assert out.returncode == 0, out.stdout + out.stderr
     assert out.stdout.startswith("ok: 47 forms"), out.stdout
+
+
+def test_emits_match_dpdk(tmp_path: Path) -> None:
+    """bsw_swx_emit.h's emits leave the output header list as DPDK's do."""
+    out = subprocess.run([str(_build_check("swx_emit_check.c", tmp_path)), "20000"],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert out.stdout.startswith("ok: 20000 cases"), out.stdout
 
 
 def _copy_through(func_name: str, code: bytes, *leading: object) -> tuple[bytes, int]:
