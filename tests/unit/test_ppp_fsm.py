@@ -130,3 +130,21 @@ def test_naks_taken_as_rejects_show_in_the_session_detail():
     link = SimpleNamespace(counters={"echo timeout": 1}, lcp=SimpleNamespace(silent_discards=0, naks_as_rejects=0),
                            ipcp=fsm, ipv6cp=None)
     assert _link_events(link) == {"echo timeout": 1, "ipcp discarded": 1, "ipcp naks taken as rejects": 1}
+
+
+def test_a_retransmitted_request_is_not_a_failure():
+    """Our Naks lost on a lossy line: the peer retransmits the same request
+    (same Identifier, RFC 1661 5.1 allows it). Each retransmission counted
+    toward Max-Failure, so five lost Naks in a row made us reject the DNS
+    options the peer would have taken. A new Identifier is a new attempt
+    and still counts."""
+    fsm, sent, _, _ = ipcp()
+    asked = [(OPT_IP_ADDRESS, ZERO), (OPT_PRIMARY_DNS, ZERO)]
+    for _ in range(12):
+        r = answer(fsm, sent, 10, asked)
+        assert r.code == CONF_NAK and parse_options(r.data) == [(OPT_IP_ADDRESS, PEER.packed),
+                                                                 (OPT_PRIMARY_DNS, DNS.packed)]
+    assert fsm.failures == 1
+    for i in range(4):                                   # Max-Failure 5, counting the first
+        assert answer(fsm, sent, 11 + i, asked).code == CONF_NAK
+    assert answer(fsm, sent, 15, asked).code == CONF_REJ

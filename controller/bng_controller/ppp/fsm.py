@@ -92,6 +92,7 @@ class Fsm:
         self.restart_count = 0
         self.deadline: float | None = None
         self.failures = 0            # Naks sent in a row (Max-Failure)
+        self._naked: tuple[int, bytes] | None = None   # the peer's request we last Naked
         self.naks_received = 0       # Naks of our requests since one was acked
         self.naks_as_rejects = 0     # of those, taken as Rejects (see _rcn)
         self._req_id = 0
@@ -326,7 +327,13 @@ class Fsm:
             return
         code, reply = self.neg.check_request(options)
         if code == CONF_NAK:
-            self.failures += 1
+            # The same request again (same Identifier, same options) is a
+            # retransmission: our Nak was lost, the peer did not refuse it.
+            # Counting those, a lossy line ran into Max-Failure and rejected
+            # options (DNS) that a peer would have taken.
+            if self._naked != (pkt.identifier, pkt.data):
+                self.failures += 1
+                self._naked = (pkt.identifier, pkt.data)
             if self.failures > self.max_failure:
                 # Max-Failure (RFC 1661 4.6): stop suggesting, reject the
                 # options we would Nak. A Reject lists options the peer
@@ -340,6 +347,7 @@ class Fsm:
         good = code == CONF_ACK
         if good:
             self.failures = 0
+            self._naked = None
             self._acked = (pkt.identifier, pkt.data)
         if s == State.OPENED:
             self._tld()
