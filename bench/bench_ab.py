@@ -69,11 +69,9 @@ def main() -> int:
 
     work, pcap, cfg, lib, iospecs = start_pcap_bench("bench-bng-ab-", "ab", 1, PORT)
     one_step = cfg.table_lookup == "one-step"
-    progs = {"a": load_program("bng", work, "bng.spec"), "b": None}
-    if args.program_a:
-        progs["a"] = load_program("bng", work, "bng-a.spec", args.program_a)
-        progs["b"] = load_program("bng", work, "bng.spec")
-    progs["b"] = progs["b"] or progs["a"]
+    tree = load_program("bng", work, "bng.spec")
+    progs = {"a": load_program("bng", work, "bng-a.spec", args.program_a) if args.program_a else tree,
+             "b": tree}
     ro = {label: Readouts.of(prog) for label, prog in progs.items()}
     flows = spread_flows(args.sessions, args.flows)
 

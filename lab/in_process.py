@@ -41,7 +41,7 @@ class Program:
 
 def load_program(name: str, work: Path, spec_name: str = "p.spec", build: Path | None = None) -> Program:
     """build: a directory laid out as p4src/build (default p4src/build)."""
-    p4info_path, dc = program_files(name, *([build] if build else []))
+    p4info_path, dc = program_files(name) if build is None else program_files(name, build)
     spec_text, context = decode_device_config(dc.read_bytes())
     spec_path = Path(work) / spec_name
     spec_path.write_text(spec_text)

@@ -407,6 +407,7 @@ class TableStore:
                 raise _invalid("a read of all tables (table_id 0) takes no other filter")
             states = list(self.tables.values()) if tables is None else tables
         action_id = self._action_filter(te)
+        filtered = bool(action_id or te.priority or te.controller_metadata or te.metadata)
         for ts in states:
             if te.is_default_action:
                 proto = self.default_entry(ts)
@@ -419,12 +420,8 @@ class TableStore:
                 if e is not None and _selects(te, action_id, e.proto):
                     yield ts, e, e.proto
                 continue
-            if not (action_id or te.priority or te.controller_metadata or te.metadata):
-                for e in ts.entries.values():
-                    yield ts, e, e.proto
-                continue
             for e in ts.entries.values():
-                if _selects(te, action_id, e.proto):
+                if not filtered or _selects(te, action_id, e.proto):
                     yield ts, e, e.proto
 
     @staticmethod

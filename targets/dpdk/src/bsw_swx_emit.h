@@ -17,7 +17,12 @@
  * spec made pppoe_up forward 8.5% more packets per core (make bench-ab,
  * --program-a). Here an invalid header costs a bit test: the valid bits are
  * read once per run of emits, and only a valid header touches the thread's
- * output list.
+ * output list, whose state stays in registers within a fused emit as in
+ * DPDK's. Measured against DPDK's (three runs of make bench-ab, --env
+ * BSW_SWX_EMIT=1,0): +0 to +3% on pppoe_up, pppoe_down, lac_up and lns_up,
+ * lac_down and lns_down unchanged within the noise. An earlier version that
+ * reread the output list for every valid header lost up to 3% on the roles
+ * that emit many valid headers.
  *
  * Semantics are DPDK's: a valid header is appended to the thread's output
  * headers, extending the last one when its bytes follow them in memory
