@@ -12,6 +12,8 @@
 
 #include "rte_swx_pipeline_internal.h"
 
+#include "swx_check_rng.h"
+
 static void
 dpdk_emit(struct thread *t, const struct instruction *ip, uint32_t n)
 {
@@ -33,16 +35,6 @@ bsw_emit(struct thread *t, const struct instruction *ip, uint32_t n)
 #define MAX_OUT (N_HEADERS * 4)
 #define BUF 4096
 
-static uint64_t rng = 0x9e3779b97f4a7c15ULL;
-
-static uint64_t
-rnd(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
-}
 
 struct world {
 	struct thread t;

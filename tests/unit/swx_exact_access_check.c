@@ -18,6 +18,8 @@ static uint64_t fake_tsc;
 
 #include "rte_swx_pipeline_internal.h"
 
+#include "swx_check_rng.h"
+
 typedef void (*exec_fn)(struct rte_swx_pipeline *, struct thread *, const struct instruction *);
 typedef uint64_t (*operand_fn)(struct thread *, const struct instr_operand *);
 
@@ -55,16 +57,6 @@ static const struct form forms[] = { FORMS(ENTRY) };
 #define STRUCT_BYTES 72			/* 8-byte accesses from offset <= 64 */
 #define REGS 16
 
-static uint64_t rng = 0x9e3779b97f4a7c15ULL;
-
-static uint64_t
-rnd(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
-}
 
 struct state {
 	uint8_t meta[STRUCT_BYTES];

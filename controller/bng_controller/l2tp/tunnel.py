@@ -641,13 +641,7 @@ class Tunnel:
         if t == STOPCCN:
             self._peer_stop(m)
             return
-        bad = m.unknown_mandatory()
-        if bad is not None:
-            label = avp_label(bad.vendor, bad.attr)
-            self._fail(ResultCode(STOP_GENERAL_ERROR, ERR_UNKNOWN_MANDATORY_AVP, label),
-                       f"unknown mandatory {label}")
-            return
-        if t == HELLO:
+        if self._cleared_by_unknown_mandatory(m) or t == HELLO:
             return
         try:
             if t == SCCRQ and st is TunnelState.IDLE:
@@ -661,6 +655,17 @@ class Tunnel:
                            f"unexpected {m.name}")
         except _Malformed as e:
             self._fail(ResultCode(STOP_GENERAL_ERROR, e.error, str(e)), f"malformed {m.name}")
+
+    def _cleared_by_unknown_mandatory(self, m: ControlMessage) -> bool:
+        """A tunnel message with an AVP we must understand and do not
+        clears the tunnel (RFC 2661 4.2): True if this one did."""
+        bad = m.unknown_mandatory()
+        if bad is None:
+            return False
+        label = avp_label(bad.vendor, bad.attr)
+        self._fail(ResultCode(STOP_GENERAL_ERROR, ERR_UNKNOWN_MANDATORY_AVP, label),
+                   f"unknown mandatory {label} in {m.name}")
+        return True
 
     # ---- tunnel teardown ----
     def _peer_stop(self, m: ControlMessage) -> None:
@@ -983,12 +988,8 @@ class Tunnel:
         if t == CSUN or t == CSURQ:
             # RFC 5515 speed updates, of the tunnel (they list sessions):
             # not used, but an AVP we must understand and do not clears the
-            # tunnel as in any other tunnel message (RFC 2661 4.2)
-            bad = m.unknown_mandatory()
-            if bad is not None:
-                label = avp_label(bad.vendor, bad.attr)
-                self._fail(ResultCode(STOP_GENERAL_ERROR, ERR_UNKNOWN_MANDATORY_AVP, label),
-                           f"unknown mandatory {label} in {m.name}")
+            # tunnel as in any other tunnel message
+            self._cleared_by_unknown_mandatory(m)
             return
         s = self.sessions.get(m.session_id) if m.session_id else None
         if s is None and t == CDN:
