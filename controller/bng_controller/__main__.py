@@ -56,6 +56,26 @@ def pin_to(cpus: list[int]) -> None:
             pass
 
 
+
+async def accounting_on_if_cold(aaa, store) -> bool:
+    """Accounting-On (RFC 2866 status 7) tells the server that every
+    session this NAS had open is gone, which is only true on a cold start:
+    sessions in the store are taken over and go on (their Interims and
+    Stops follow), so the server must keep them open. True if sent."""
+    log = logging.getLogger("bng")
+    restoring = store.count()
+    if restoring:
+        log.info("Accounting-On not sent: %d sessions to take over", restoring)
+        return False
+    if not hasattr(aaa, "accounting_on"):
+        return False
+    try:
+        await aaa.accounting_on()
+    except Exception as e:
+        log.warning("Accounting-On: %s", e)
+        return False
+    return True
+
 async def amain(args: argparse.Namespace) -> int:
     from . import config as config_mod
     from .aaa import make_backend
@@ -101,11 +121,7 @@ async def amain(args: argparse.Namespace) -> int:
         await dynauth.start()
     if cfg.metrics_listen:
         start_metrics(ctl, cfg.metrics_listen)
-    if hasattr(aaa, "accounting_on"):
-        try:
-            await aaa.accounting_on()
-        except Exception as e:
-            log.warning("Accounting-On: %s", e)
+    await accounting_on_if_cold(aaa, ctl.store)
     log.info("bng-controller %s starting: switch %s, api %s, cpus %s", cfg.name, cfg.switch.address,
              cfg.api_socket, ",".join(map(str, sorted(os.sched_getaffinity(0)))))
     run = asyncio.create_task(ctl.run(stop))

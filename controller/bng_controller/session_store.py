@@ -58,6 +58,10 @@ class SessionStore:
     def load(self) -> list[dict]:
         return [orjson.loads(d) for (d,) in self.db.execute("SELECT data FROM sessions ORDER BY sid")]
 
+    def count(self) -> int:
+        """Sessions stored (committed ones: call after flush())."""
+        return self.db.execute("SELECT COUNT(*) FROM sessions").fetchone()[0]
+
     def get_meta(self, key: str) -> str | None:
         row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return row[0] if row else None

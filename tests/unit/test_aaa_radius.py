@@ -8,7 +8,7 @@ import time
 import pytest
 from pyrad import packet as rp
 
-from bng_controller.aaa.acct_queue import (RANK_INTERIM, RANK_START, RANK_STOP, AcctItem,
+from bng_controller.aaa.acct_queue import (BARRIER, RANK_INTERIM, RANK_START, RANK_STOP, AcctItem,
                                            AcctQueue)
 from bng_controller.aaa.base import (AaaUnavailable, AcctRecord, AcctStatus, SessionCounters,
                                      TerminateCause)
@@ -205,13 +205,16 @@ async def test_accounting_survives_an_outage_and_delay_grows():
         server.silent = False                        # server is back
         assert await aaa.flush(5)
         kinds = [int_value(p, Attr.ACCT_STATUS_TYPE) for p in server.answered]
-        assert sorted(kinds) == [1, 2, 7]
+        assert kinds == [1, 2, 7]                    # the session's in order, then the barrier
         delays = [r.packet[Attr.ACCT_DELAY_TIME][0] for r in server.received]
         assert delays[0] == 0 and max(delays) >= 1
         # retries after an outage are new packets (RFC 2866 5.2: delay changes the id)
-        stops = [r for r in server.received
-                 if int_value(r.packet, Attr.ACCT_STATUS_TYPE) == 2]
-        assert len(stops) >= 2 and stops[0].data != stops[-1].data
+        starts = [r for r in server.received
+                  if int_value(r.packet, Attr.ACCT_STATUS_TYPE) == 1]
+        assert len(starts) >= 2 and starts[0].data != starts[-1].data
+        # the Stop waited for its Start to be answered
+        sent = [int_value(r.packet, Attr.ACCT_STATUS_TYPE) for r in server.received]
+        assert sent.index(2) > max(i for i, k in enumerate(sent) if k == 1)
         assert aaa.counters.acct_sent == 3 and aaa.counters.acct_dropped == 0
     finally:
         await aaa.close()
@@ -270,6 +273,66 @@ async def test_acct_queue_requeue_keeps_order():
 
 
 @run
+async def test_acct_queue_one_record_of_a_session_in_flight_and_barriers_alone():
+    """Eight workers took records as they came, so a session's Stop could
+    reach the server before its Start (a lost Start retransmitted after the
+    Stop was answered) and a Start before the Accounting-On that would
+    close it: the server then held the session open for ever."""
+    q = AcctQueue(10)
+    on = AcctItem("on", RANK_STOP, key=BARRIER)
+    a1, a2, b1 = (AcctItem(n, RANK_START, key=n[0]) for n in ("a-start", "a-stop", "b-start"))
+    off = AcctItem("off", RANK_STOP, key=BARRIER)
+    c1 = AcctItem("c-start", RANK_START, key="c")
+    for item in (on, a1, a2, b1, off, c1):
+        q.put_nowait(item)
+
+    async def next_now() -> AcctItem | None:
+        try:
+            return await asyncio.wait_for(q.get(), 0.05)
+        except TimeoutError:
+            return None
+
+    assert await next_now() is on
+    assert await next_now() is None               # nothing beside a barrier
+    q.done(on)
+    assert await next_now() is a1
+    assert await next_now() is b1                 # a-stop waits for a-start
+    assert await next_now() is None               # and the barrier for both
+    q.requeue(a1)                                 # a-start was not answered: it goes again, first
+    assert await next_now() is a1
+    q.done(a1)
+    assert await next_now() is a2
+    q.done(b1)
+    q.done(a2)
+    assert await next_now() is off
+    assert await next_now() is None               # c-start was queued after the barrier
+    q.done(off)
+    assert await next_now() is c1
+
+
+@run
+async def test_accounting_reaches_the_server_in_order_with_losses_and_a_slow_answer():
+    server = await FakeRadiusServer(drop_first=1).start()      # the first request is lost
+    aaa = RadiusAaa.from_dict(server_cfg(server, timeout=0.2, retries=3))
+    try:
+        await aaa.accounting_on()
+        for sid in ("A", "B"):
+            await aaa.account(_acct(AcctStatus.START, sid=sid))
+            await aaa.account(_acct(AcctStatus.STOP, sid=sid))
+        assert await aaa.flush(10)
+        got = [(int_value(r.packet, Attr.ACCT_STATUS_TYPE), r.packet[Attr.ACCT_SESSION_ID][0])
+               for r in server.received]
+        assert got[0][0] == 7 and got[1][0] == 7                 # the lost On, sent again
+        assert all(k != 7 for k, _ in got[2:])                   # nothing before the On was answered
+        for sid in ("A", "B"):
+            mine = [k for k, s in got if s == sid]
+            assert mine == [1, 2], (sid, got)
+    finally:
+        await aaa.close()
+        server.close()
+
+
+@run
 async def test_close_counts_undelivered():
     server = await FakeRadiusServer(silent=True).start()
     aaa = RadiusAaa.from_dict(server_cfg(server))
@@ -307,3 +370,31 @@ def test_config_validation():
     cfg = RadiusConfig.from_dict({"servers": [{"address": "::1", "secret": "s"}],
                                   "nas_port_type": "ethernet", "timeout": "2"})
     assert cfg.servers[0].auth_port == 1812 and cfg.timeout == 2.0
+
+
+@run
+async def test_accounting_on_only_on_a_cold_start(tmp_path):
+    """Accounting-On went out on every start, also when the controller took
+    over the sessions of the one before (a crash, or `shutdown: keep`):
+    the server then closed every one of them while the subscribers went on
+    using them (RFC 2866 status 7: all sessions of this NAS are gone)."""
+    from bng_controller.__main__ import accounting_on_if_cold
+    from bng_controller.session_store import SessionStore
+
+    class Aaa:
+        sent = 0
+
+        async def accounting_on(self) -> None:
+            self.sent += 1
+
+    aaa, store = Aaa(), SessionStore(tmp_path / "sessions.db")
+    try:
+        assert await accounting_on_if_cold(aaa, store) and aaa.sent == 1
+        store.put(7, {"sid": 7})
+        store.flush()
+        assert not await accounting_on_if_cold(aaa, store) and aaa.sent == 1
+        store.delete(7)
+        store.flush()
+        assert await accounting_on_if_cold(aaa, store) and aaa.sent == 2
+    finally:
+        store.close()

@@ -7,6 +7,14 @@ when it is full it sheds the oldest Interim first; only a queue full of
 Starts and Stops loses one of those (the oldest Start, then the oldest
 Stop). Records keep their order: one that failed goes back to where its
 sequence number puts it, ahead of the records queued after it.
+
+Several records are in flight at once (the RADIUS client's workers), but
+never two of one session: a session's Start, Interims and Stop reach the
+server one after the other, each once the one before was answered (a
+Start overtaken by its Stop would leave the session open on the server).
+Accounting-On and -Off are barriers: nothing else is in flight with them,
+and nothing queued after one goes before it (a Start that the server saw
+before the Accounting-On would be closed by it).
 """
 from __future__ import annotations
 
@@ -32,6 +40,12 @@ class AcctItem:
     queued_at: float = field(default_factory=time.monotonic)
     seq: int = 0
     attempts: int = 0
+    # what orders it: a session (its Acct-Session-Id), BARRIER, or "" for
+    # no order
+    key: str | None = ""
+
+
+BARRIER = None
 
 
 class AcctQueue:
@@ -44,6 +58,8 @@ class AcctQueue:
         self._items: deque[AcctItem] = deque()
         self._seq = itertools.count()
         self._in_flight = 0
+        self._busy: set[str] = set()          # sessions with a record in flight
+        self._barrier_in_flight = False
         self._waiters: list[asyncio.Future] = []
         self.dropped = 0
 
@@ -81,17 +97,48 @@ class AcctQueue:
         index = next((i for i, queued in enumerate(self._items) if queued.seq > item.seq),
                      len(self._items))
         self._items.insert(index, item)
-        self._in_flight -= 1
-        self._notify()
+        self._landed(item)
+
+    def _next(self) -> int | None:
+        """Index of the oldest record that may go now (see the module's
+        docstring), None if none may."""
+        if self._barrier_in_flight:
+            return None
+        held: set[str] = set()          # sessions whose older record is waiting
+        for i, item in enumerate(self._items):
+            key = item.key
+            if key is BARRIER:
+                return i if i == 0 and not self._in_flight else None
+            if key and (key in self._busy or key in held):
+                held.add(key)
+                continue
+            return i
+        return None
 
     async def get(self) -> AcctItem:
-        """The oldest record, counted in flight until `done` or `requeue`."""
-        await self._wait_for(lambda: bool(self._items))
+        """The oldest record that may go now, counted in flight until `done`
+        or `requeue`."""
+        await self._wait_for(lambda: self._next() is not None)
+        i = self._next()
+        item = self._items[i]
+        del self._items[i]
         self._in_flight += 1
-        return self._items.popleft()
+        if item.key is BARRIER:
+            self._barrier_in_flight = True
+        elif item.key:
+            self._busy.add(item.key)
+        return item
 
     def done(self, item: AcctItem) -> None:
+        self._landed(item)
+
+    def _landed(self, item: AcctItem) -> None:
+        """`item` is no longer in flight (delivered or put back)."""
         self._in_flight -= 1
+        if item.key is BARRIER:
+            self._barrier_in_flight = False
+        elif item.key:
+            self._busy.discard(item.key)
         self._notify()
 
     def drain_all(self) -> list[AcctItem]:

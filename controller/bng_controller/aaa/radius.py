@@ -9,7 +9,9 @@ When no server answers an authentication, `AaaUnavailable` tells the
 session layer that this was an outage, not a reject.
 
 Accounting never blocks a session: `account()` queues the record and
-returns; worker tasks deliver the queue in order and put a record back
+returns; `acct_concurrency` worker tasks deliver the queue, several
+sessions at once but each session's records in order, one after the other,
+and Accounting-On/-Off alone (acct_queue.py), and put a record back
 when no server took it, pausing `acct_retry_interval` before trying again,
 so an outage delays Stops but does not lose them (see acct_queue.py for
 what is shed when the queue is full). Acct-Delay-Time says how long a
@@ -47,7 +49,7 @@ from typing import Any, Callable
 
 from pyrad import packet as rp
 
-from .acct_queue import RANK_INTERIM, RANK_START, RANK_STOP, AcctItem, AcctQueue
+from .acct_queue import BARRIER, RANK_INTERIM, RANK_START, RANK_STOP, AcctItem, AcctQueue
 from .base import AaaUnavailable, AcctRecord, AcctStatus, AuthRequest, AuthResult, TerminateCause
 from .radius_codec import (NasIdentity, build_access_request, build_accounting_onoff,
                            build_accounting_request, parse_access_reply)
@@ -272,20 +274,20 @@ class RadiusAaa:
         await self.start()
         if not rec.event_time:
             rec = dataclasses.replace(rec, event_time=time.time())
-        self._enqueue(AcctItem(rec, _RANK[rec.status]))
+        self._enqueue(AcctItem(rec, _RANK[rec.status], key=rec.acct_session_id))
 
     async def accounting_on(self) -> None:
         """Accounting-On (status 7): send when the controller starts, before
         any session's Start, so the server closes what we had open."""
         await self.start()
         self._enqueue(AcctItem(_OnOff(AcctStatusType.ACCOUNTING_ON, secrets.token_hex(8),
-                                      time.time()), RANK_STOP))
+                                      time.time()), RANK_STOP, key=BARRIER))
 
     async def accounting_off(self, cause: TerminateCause = TerminateCause.ADMIN_REBOOT) -> None:
         """Accounting-Off (status 8): on an orderly stop, then `flush()`."""
         await self.start()
         self._enqueue(AcctItem(_OnOff(AcctStatusType.ACCOUNTING_OFF, secrets.token_hex(8),
-                                      time.time(), int(cause)), RANK_STOP))
+                                      time.time(), int(cause)), RANK_STOP, key=BARRIER))
 
     def _enqueue(self, item: AcctItem) -> None:
         dropped = self._queue.put_nowait(item)
