@@ -104,9 +104,16 @@ class AccountingConfig:
 
 @dataclass
 class DynAuthConfig:
+    """The controller config's `dynauth` section (aaa/dynauth.py's
+    DynAuthConfig has what each key does; empty values leave its default)."""
     listen: str = ""                      # "127.0.0.1:3799"; empty: no CoA/DM server
     clients: list[dict] = field(default_factory=list)   # [{address, secret}]
     nas_identifier: str = ""
+    nas_ip_address: str = ""
+    nas_ipv6_address: str = ""
+    require_message_authenticator: bool = False
+    duplicate_window: float = 30.0
+    event_timestamp_window: float = 300.0
 
 
 @dataclass

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import time
 
 from pyrad import packet as rp
 
@@ -83,7 +84,7 @@ async def test_disconnect_ack():
         req = _request(Acct_Session_Id="S1", User_Name="alice@lab.test",
                        Framed_IP_Address="100.64.0.10", Calling_Station_Id="02:00:00:00:00:01",
                        NAS_Port_Id="1:100.200", NAS_Identifier="bng-test",
-                       Event_Timestamp=1_700_000_000)
+                       Event_Timestamp=int(time.time()) - 5)
         [raw] = await _exchange(server.port, req.RequestPacket())
         reply = _decode_reply(req, raw)
         assert reply.code == rp.DisconnectACK
@@ -246,3 +247,62 @@ async def test_from_controller_config_object():
             == (rp.DisconnectACK, None)
     finally:
         await server.stop()
+
+
+@run
+async def test_a_request_with_a_stale_event_timestamp_is_dropped():
+    """RFC 5176 3.5/6.3: with Event-Timestamp present the NAS MUST check it
+    is recent and silently discard it if not. A captured Disconnect was
+    acted on again once it left the duplicate cache (30 s): anyone holding
+    one could kick its user off again and again."""
+    handler = _Handler()
+    server = await _server(handler)
+    try:
+        now = int(time.time())
+        for stamp in (now - 86400, now + 3600):
+            req = _request(User_Name="alice@lab.test", Event_Timestamp=stamp)
+            assert await _exchange(server.port, req.RequestPacket(), wait=0.3) == []
+        assert server.counters.stale == 2 and not handler.calls
+        req = _request(User_Name="alice@lab.test", Event_Timestamp=now - 60)
+        [raw] = await _exchange(server.port, req.RequestPacket())
+        assert _decode_reply(req, raw).code == rp.DisconnectACK and len(handler.calls) == 1
+        req = _request(User_Name="bob@lab.test")          # no Event-Timestamp: the RFC does not require one
+        [raw] = await _exchange(server.port, req.RequestPacket())
+        assert _decode_reply(req, raw).code == rp.DisconnectACK
+    finally:
+        await server.close()
+    server = await _server(handler, event_timestamp_window=0)             # the check off
+    try:
+        req = _request(User_Name="alice@lab.test", Event_Timestamp=1_700_000_000)
+        [raw] = await _exchange(server.port, req.RequestPacket())
+        assert _decode_reply(req, raw).code == rp.DisconnectACK
+    finally:
+        await server.close()
+
+
+@run
+async def test_an_ipv4_client_reaches_a_dual_stack_listener():
+    """Bound to [::], an IPv4 client's requests arrive from ::ffff:a.b.c.d,
+    which matched no client listed as a.b.c.d: every request was dropped
+    as from an unknown client."""
+    handler = _Handler()
+    server = await _server(handler, bind="::")
+    try:
+        req = _request(User_Name="alice@lab.test")
+        [raw] = await _exchange(server.port, req.RequestPacket())
+        assert _decode_reply(req, raw).code == rp.DisconnectACK
+        assert server.counters.unknown_client == 0
+    finally:
+        await server.close()
+
+
+def test_the_controller_config_sets_every_dynauth_setting():
+    """Only listen, clients and nas_identifier reached the server from the
+    controller's config: Message-Authenticator could not be required."""
+    from bng_controller.config import DynAuthConfig as Section
+    server = DynAuthServer.from_config(Section(listen="127.0.0.1:3799", clients=[
+        {"address": "192.0.2.1", "secret": "s"}], nas_ip_address="192.0.2.254",
+        require_message_authenticator=True, duplicate_window=10, event_timestamp_window=60), _Handler())
+    c = server.config
+    assert (c.nas_ip_address, c.require_message_authenticator, c.duplicate_window,
+            c.event_timestamp_window) == ("192.0.2.254", True, 10, 60)

@@ -9,7 +9,12 @@ as RFC 5176 3.5 and 2865 require, so a forger learns nothing. A
 retransmitted request (same source, identifier and authenticator within
 `duplicate_window`) gets the cached answer and does not run the handler
 twice: a Disconnect must not be applied to a session that took the freed
-address in the meantime.
+address in the meantime. A request whose Event-Timestamp is further than
+`event_timestamp_window` from our clock is dropped without an answer and
+counted (RFC 5176 3.5, 6.3: replay protection beyond the duplicate cache);
+one without Event-Timestamp is taken (the RFC does not require it), and a
+window of 0 turns the check off. A client at an IPv4 address matches a request
+that reaches an IPv6 socket as an IPv4-mapped address.
 
 What the session layer sees is a `DynAuthRequest`: the session
 identification attributes and, for CoA, the new authorization (rates from
@@ -36,6 +41,7 @@ Config (`DynAuthConfig.from_dict`)::
     nas_ip_address: 192.0.2.254
     require_message_authenticator: false
     duplicate_window: 30            # seconds a reply is kept for retransmissions
+    event_timestamp_window: 300     # seconds an Event-Timestamp may be off our clock
 """
 from __future__ import annotations
 
@@ -84,6 +90,7 @@ class DynAuthConfig:
     nas_ipv6_address: str | None = None
     require_message_authenticator: bool = False
     duplicate_window: float = 30.0
+    event_timestamp_window: float = 300.0
 
     @classmethod
     def from_dict(cls, d: dict) -> "DynAuthConfig":
@@ -126,6 +133,7 @@ class DynAuthCounters:
     unknown_client: int = 0
     malformed: int = 0
     bad_authenticator: int = 0
+    stale: int = 0                  # Event-Timestamp outside the window
     duplicates: int = 0
     disconnect_ack: int = 0
     disconnect_nak: int = 0
@@ -215,7 +223,10 @@ class DynAuthServer(asyncio.DatagramProtocol):
 
     async def _receive(self, data: bytes, addr) -> None:
         self.counters.received += 1
-        source = str(ipaddress.ip_address(addr[0].split("%")[0]))
+        ip = ipaddress.ip_address(addr[0].split("%")[0])
+        if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+            ip = ip.ipv4_mapped             # an IPv4 client on a dual-stack socket
+        source = str(ip)
         secret = self.config.clients.get(source)
         if secret is None:
             self.counters.unknown_client += 1
@@ -235,6 +246,12 @@ class DynAuthServer(asyncio.DatagramProtocol):
             self.counters.bad_authenticator += 1
             log.warning("dynauth: request from %s failed authentication (id %d), dropped",
                         source, request.id)
+            return
+        skew = self._clock_skew(request)
+        if skew is not None:
+            self.counters.stale += 1
+            log.warning("dynauth: request from %s (id %d) has an Event-Timestamp %.0f s off our clock, "
+                        "dropped", source, request.id, skew)
             return
 
         key = (source, addr[1], request.id, request.authenticator)
@@ -259,6 +276,20 @@ class DynAuthServer(asyncio.DatagramProtocol):
         if request.message_authenticator:
             return request.verify_message_authenticator()
         return not self.config.require_message_authenticator
+
+    def _clock_skew(self, request: rp.CoAPacket) -> float | None:
+        """How far the request's Event-Timestamp is from our clock, if
+        further than the window allows (None: acceptable or absent)."""
+        window = self.config.event_timestamp_window
+        raw = request.get(Attr.EVENT_TIMESTAMP)
+        if not window or not raw:
+            return None
+        try:
+            stamp = int_value(request, Attr.EVENT_TIMESTAMP)
+        except (ValueError, TypeError, KeyError):
+            return float("inf")
+        skew = abs(time.time() - stamp)
+        return skew if skew > window else None
 
     def _expire(self, now: float) -> None:
         while self._recent:
