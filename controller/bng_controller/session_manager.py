@@ -886,6 +886,9 @@ class SessionManager:
                 self.timers.schedule(s)
             if new.idle_timeout is not None and s.auth is not None:
                 s.auth.idle_timeout = new.idle_timeout
+            if new.interim_interval is not None and s.auth is not None:
+                s.auth.interim_interval = new.interim_interval
+                s.next_interim = self.clock() + new.interim_interval
         self._count("dynauth coa")
         return None
 

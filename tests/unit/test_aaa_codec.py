@@ -147,6 +147,35 @@ def test_reject_parsing():
     assert not res.accepted and res.reply_message == "nope"
 
 
+@pytest.mark.parametrize("service,accepted", [(None, True), ("Framed-User", True), ("Login-User", False),
+                                              ("Authorize-Only", False), (99, False)])
+def test_an_accept_for_a_service_we_do_not_give_is_a_reject(service, accepted):
+    """RFC 2865 5.6: an unknown or unsupported Service-Type MUST be treated
+    as an Access-Reject. It was ignored: a server could not deny a user
+    framed (PPP) service through Service-Type."""
+    request = build_access_request(pap_request(), ident=3, secret=SECRET, nas=NAS)
+    request.RequestPacket()
+    reply = _accept_for(request)
+    reply[Attr.FRAMED_IP_ADDRESS] = "100.64.0.10"
+    if service is not None:
+        reply[Attr.SERVICE_TYPE] = service
+    res = _decoded_reply(request, reply)
+    assert res.accepted is accepted
+    if not accepted:
+        assert res.framed_ip is None and "Service-Type" in res.reply_message
+
+
+@pytest.mark.parametrize("interval,used", [(1, 60), (59, 60), (60, 60), (600, 600)])
+def test_an_interim_interval_below_60_s_is_raised_to_60(interval, used):
+    """RFC 2869 5.16: Acct-Interim-Interval MUST NOT be below 60. A server's
+    1 made every session send an Interim at every accounting tick."""
+    request = build_access_request(pap_request(), ident=3, secret=SECRET, nas=NAS)
+    request.RequestPacket()
+    reply = _accept_for(request)
+    reply[Attr.ACCT_INTERIM_INTERVAL] = interval
+    assert _decoded_reply(request, reply).interim_interval == used
+
+
 @pytest.mark.parametrize("password", [b"x", b"sixteen-octets!!", b"l2tp tunnel secret longer than 16"])
 def test_tunnels_with_salted_password(password):
     """Tunnel-Password built by an independent RFC 2868 3.5 implementation

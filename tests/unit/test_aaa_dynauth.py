@@ -306,3 +306,26 @@ def test_the_controller_config_sets_every_dynauth_setting():
     c = server.config
     assert (c.nas_ip_address, c.require_message_authenticator, c.duplicate_window,
             c.event_timestamp_window) == ("192.0.2.254", True, 10, 60)
+
+
+@run
+async def test_a_coa_with_a_malformed_value_is_refused_whole():
+    """RFC 5176 3.5: a value the NAS cannot take is NAK'd with Error-Cause
+    407, and a CoA is applied whole or not at all. A 3-octet Session-Timeout
+    was skipped and the rest of the CoA applied and ACKed."""
+    handler = _Handler()
+    server = await _server(handler)
+    try:
+        req = _request(rp.CoARequest, User_Name="alice@lab.test", Filter_Id="10000/2000")
+        req.AddAttribute(Attr.SESSION_TIMEOUT, 0)             # replaced below by a 3-octet value
+        raw = req.RequestPacket()
+        at = raw.index(bytes([27, 6]))                         # Session-Timeout, length 6
+        bad = raw[:at] + bytes([27, 5, 0, 0, 1]) + raw[at + 6:]
+        bad = bad[:2] + len(bad).to_bytes(2, "big") + bytes(16) + bad[20:]
+        import hashlib
+        bad = bad[:4] + hashlib.md5(bad + SECRET).digest() + bad[20:]
+        [reply] = await _exchange(server.port, bad)
+        assert reply[0] == rp.CoANAK and not handler.calls
+        assert server.counters.nak_causes == {int(DynAuthError.INVALID_ATTRIBUTE_VALUE): 1}
+    finally:
+        await server.close()

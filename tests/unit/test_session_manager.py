@@ -470,3 +470,22 @@ def test_ipcp_ack_waits_for_the_entries_when_the_peer_acks_last(tmp_path):
         assert cpe.ipcp_up and sub.state == State.UP and sub.link.ipcp.state.name == "OPENED"
         assert [r.status for r in aaa.records] == [AcctStatus.START]
     asyncio.run(run())
+
+
+def test_a_coa_applies_its_interim_interval(tmp_path):
+    """A CoA's Acct-Interim-Interval was accepted and ACKed but never
+    applied: the session kept its old interval."""
+    from bng_controller.aaa.base import AuthResult, DynAuthRequest
+
+    async def run():
+        mgr, sw, aaa, clock, n = make(tmp_path)
+        cpe = ScriptedCpe(b"\x02\xcc\0\0\0\x09", BNG_MAC)
+        await pump(mgr, sw, cpe, [cpe.padi()])
+        [sub] = mgr.subs.values()
+        assert sub.next_interim == pytest.approx(clock.t + 60)
+        clock.t += 10
+        answer = await mgr.dynauth(DynAuthRequest(kind="coa", acct_session_id=sub.acct_session_id,
+                                                  new_auth=AuthResult(accepted=True, interim_interval=900)))
+        assert answer is None
+        assert sub.auth.interim_interval == 900 and sub.next_interim == pytest.approx(clock.t + 900)
+    asyncio.run(run())

@@ -389,5 +389,5 @@ class DynAuthServer(asyncio.DatagramProtocol):
                 if parse_filter_id(value) is None:
                     raise _Refused(DynAuthError.INVALID_ATTRIBUTE_VALUE,
                                    f"Filter-Id {value!r} is not a rate")
-            dar.new_auth = parse_authorization(request, AuthResult(accepted=True))
+            dar.new_auth = parse_authorization(request, AuthResult(accepted=True), strict=True)
         return dar

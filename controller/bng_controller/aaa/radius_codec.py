@@ -235,17 +235,37 @@ def _safe(what: str, fn, default=None):
         return default
 
 
-def parse_authorization(pkt: rp.Packet, result: AuthResult) -> AuthResult:
+# RFC 2869 5.16: an Acct-Interim-Interval MUST NOT be below 60 s. A server
+# that sends less gets 60: one wrong value would otherwise have every
+# session send an Interim at every accounting tick.
+MIN_INTERIM_INTERVAL = 60
+
+
+def parse_authorization(pkt: rp.Packet, result: AuthResult, strict: bool = False) -> AuthResult:
     """The authorization attributes that an Access-Accept and a CoA-Request
-    share: rates (Filter-Id), timeouts and the interim interval."""
-    rates = _safe(Attr.FILTER_ID, lambda: rates_from_filter_ids(pkt.get(Attr.FILTER_ID) or []))
+    share: rates (Filter-Id), timeouts and the interim interval. A
+    malformed one is logged and skipped, or with `strict` raises ValueError
+    (a CoA must be applied whole or refused: RFC 5176 3.5, Error-Cause
+    407)."""
+    def decode(what: str, fn):
+        if not strict:
+            return _safe(what, fn)
+        try:
+            return fn()
+        except (ValueError, TypeError, KeyError, rp.PacketError) as e:
+            raise ValueError(f"{what}: {e}") from e
+
+    rates = decode(Attr.FILTER_ID, lambda: rates_from_filter_ids(pkt.get(Attr.FILTER_ID) or []))
     if rates is not None:
         result.rate_down_kbps, result.rate_up_kbps = rates
-    result.session_timeout = _safe(Attr.SESSION_TIMEOUT,
-                                   lambda: int_value(pkt, Attr.SESSION_TIMEOUT))
-    result.idle_timeout = _safe(Attr.IDLE_TIMEOUT, lambda: int_value(pkt, Attr.IDLE_TIMEOUT))
-    result.interim_interval = _safe(Attr.ACCT_INTERIM_INTERVAL,
-                                    lambda: int_value(pkt, Attr.ACCT_INTERIM_INTERVAL))
+    result.session_timeout = decode(Attr.SESSION_TIMEOUT, lambda: int_value(pkt, Attr.SESSION_TIMEOUT))
+    result.idle_timeout = decode(Attr.IDLE_TIMEOUT, lambda: int_value(pkt, Attr.IDLE_TIMEOUT))
+    interim = decode(Attr.ACCT_INTERIM_INTERVAL, lambda: int_value(pkt, Attr.ACCT_INTERIM_INTERVAL))
+    if interim is not None and interim < MIN_INTERIM_INTERVAL:
+        log.warning("RADIUS Acct-Interim-Interval %d below RFC 2869's %d s: %d used", interim,
+                    MIN_INTERIM_INTERVAL, MIN_INTERIM_INTERVAL)
+        interim = MIN_INTERIM_INTERVAL
+    result.interim_interval = interim
     return result
 
 
@@ -260,6 +280,14 @@ def parse_access_reply(reply: rp.Packet, request_authenticator: bytes) -> AuthRe
     result.reply_message = "".join(_text(v) for v in reply.get(Attr.REPLY_MESSAGE) or [])
     if not result.accepted:
         return result
+    service = _safe(Attr.SERVICE_TYPE, lambda: int_value(reply, Attr.SERVICE_TYPE), -1)
+    if service is not None and service != ServiceType.FRAMED_USER:
+        # RFC 2865 5.6: an unknown or unsupported Service-Type is an
+        # Access-Reject. A BNG provides framed (PPP) service only.
+        log.warning("RADIUS Access-Accept with Service-Type %s taken as a reject: only Framed-User "
+                    "(2) is served", service)
+        return AuthResult(accepted=False, reply_message=result.reply_message
+                          or f"Service-Type {service} not supported")
     result.framed_ip = _safe(Attr.FRAMED_IP_ADDRESS,
                              lambda: _ipv4(first(reply, Attr.FRAMED_IP_ADDRESS)))
     pool = first(reply, Attr.FRAMED_POOL)
