@@ -73,7 +73,7 @@ def session_detail(s: "Subscriber", now: float) -> dict:
     a = s.auth
     d["aaa"] = None if a is None else {
         "session_timeout": a.session_timeout, "idle_timeout": a.idle_timeout,
-        "interim_interval": a.interim_interval, "class": a.class_attr.hex() if a.class_attr else None,
+        "interim_interval": a.interim_interval, "class": [c.hex() for c in a.classes] or None,
         "dns": [str(x) for x in (link.ipv4.dns if link.ipv4 else [])],
     }
     d["rate_up_kbps"], d["rate_down_kbps"] = s.rate_up_kbps, s.rate_down_kbps

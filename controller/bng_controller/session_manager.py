@@ -56,7 +56,7 @@ def auth_to_dict(a: AuthResult | None) -> dict | None:
     for k in ("framed_ip", "framed_ipv6_prefix", "delegated_ipv6_prefix"):
         d[k] = str(d[k]) if d[k] is not None else None
     d["dns"] = [str(x) for x in a.dns]
-    d["class_attr"] = a.class_attr.hex() if a.class_attr is not None else None
+    d["classes"] = [c.hex() for c in a.classes]
     d["mschapv2_success"] = ""
     d["mppe_keys"] = None
     d["tunnels"] = []
@@ -71,7 +71,8 @@ def auth_from_dict(d: dict | None) -> AuthResult | None:
     for k in ("framed_ipv6_prefix", "delegated_ipv6_prefix"):
         d[k] = ipaddress.IPv6Network(d[k]) if d.get(k) else None
     d["dns"] = [ipaddress.IPv4Address(x) for x in d.get("dns", [])]
-    d["class_attr"] = bytes.fromhex(d["class_attr"]) if d.get("class_attr") else None
+    old = d.pop("class_attr", None)         # a snapshot from before several Class attributes
+    d["classes"] = tuple(bytes.fromhex(c) for c in d.get("classes") or ([old] if old else []))
     d["mschapv2_success"] = b""
     d["tunnels"] = [TunnelSpec(**t) for t in d.get("tunnels", [])]
     return AuthResult(**d)
@@ -747,7 +748,7 @@ class SessionManager:
                           framed_ip=sub.ipv4,
                           session_time=int(now - sub.up_since) if sub.up_since else 0, counters=counters,
                           terminate_cause=sub.cause if status == AcctStatus.STOP else None,
-                          class_attr=sub.auth.class_attr if sub.auth else None,
+                          classes=sub.auth.classes if sub.auth else (),
                           framed_ipv6_prefix=sub.ipv6_prefix, delegated_ipv6_prefix=sub.delegated_prefix,
                           event_time=time.time())
 

@@ -77,7 +77,7 @@ async def test_pap_accept_with_authorization(radius):
     assert res.framed_ip == v4("100.64.0.10") and res.framed_pool == "lab"
     assert (res.rate_down_kbps, res.rate_up_kbps) == (100000, 20000)
     assert (res.session_timeout, res.idle_timeout, res.interim_interval) == (3600, 600, 300)
-    assert res.class_attr == b"cls-alice"
+    assert res.classes == (b"cls-alice",)
     assert res.dns == [v4("192.0.2.53"), v4("192.0.2.54")]
     assert res.framed_ipv6_prefix == ipaddress.IPv6Network("2001:db8:0:1::/64")
     assert res.delegated_ipv6_prefix == ipaddress.IPv6Network("2001:db8:100::/56")
@@ -155,7 +155,7 @@ async def test_accounting_start_interim_stop_and_on(radius):
     def rec(status, **kw):
         return AcctRecord(status=status, acct_session_id="SESS-42", username="alice@lab.test",
                           client_mac="02:00:00:00:00:01", line=line(), session_id=9,
-                          framed_ip=v4("100.64.0.10"), class_attr=b"cls-alice",
+                          framed_ip=v4("100.64.0.10"), classes=(b"cls-alice",),
                           event_time=1_700_000_000, **kw)
     try:
         await aaa.accounting_on()

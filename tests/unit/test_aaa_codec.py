@@ -121,7 +121,7 @@ def test_access_accept_parsing():
     assert res.framed_pool == "lab"
     assert res.dns == [v4("192.0.2.53"), v4("192.0.2.54")]
     assert (res.session_timeout, res.idle_timeout, res.interim_interval) == (3600, 600, 300)
-    assert res.class_attr == b"\x00cls\xff"
+    assert res.classes == (b"\x00cls\xff",)
     assert (res.rate_down_kbps, res.rate_up_kbps) == (100000, 20000)
     assert res.framed_ipv6_prefix == ipaddress.IPv6Network("2001:db8:0:1::/64")
     assert res.delegated_ipv6_prefix == ipaddress.IPv6Network("2001:db8:100::/56")
@@ -145,6 +145,23 @@ def test_reject_parsing():
     reply[Attr.REPLY_MESSAGE] = "nope"
     res = _decoded_reply(request, reply)
     assert not res.accepted and res.reply_message == "nope"
+
+
+def test_every_class_is_kept_and_echoed_in_order():
+    """RFC 2865 5.25: an Access-Accept may carry several Class attributes,
+    each to be sent back unmodified in accounting. Only the first was
+    kept."""
+    request = build_access_request(pap_request(), ident=3, secret=SECRET, nas=NAS)
+    request.RequestPacket()
+    reply = _accept_for(request)
+    reply[Attr.CLASS] = [b"CLASS-A", b"\x00B", b"C"]
+    res = _decoded_reply(request, reply)
+    assert res.classes == (b"CLASS-A", b"\x00B", b"C")
+    rec = AcctRecord(status=AcctStatus.INTERIM, acct_session_id="S", username="u", client_mac="02:00:00:00:00:01",
+                     line=line(), session_id=7, framed_ip=v4("100.64.0.10"), classes=res.classes)
+    got = rp.AcctPacket(packet=build_accounting_request(rec, ident=1, secret=SECRET, nas=NAS, delay=0)
+                        .RequestPacket(), secret=SECRET, dict=load_dictionary())
+    assert got[Attr.CLASS] == [b"CLASS-A", b"\x00B", b"C"]
 
 
 @pytest.mark.parametrize("service,accepted", [(None, True), ("Framed-User", True), ("Login-User", False),
@@ -237,7 +254,7 @@ def test_accounting_request_gigawords_and_attributes():
                      framed_ip=v4("100.64.0.10"), session_time=3661,
                      counters=SessionCounters(packets_in=10, octets_in=5 * 2**32 + 123,
                                               packets_out=20, octets_out=2**32 - 1),
-                     terminate_cause=TerminateCause.IDLE_TIMEOUT, class_attr=b"cls",
+                     terminate_cause=TerminateCause.IDLE_TIMEOUT, classes=(b"cls",),
                      framed_ipv6_prefix=ipaddress.IPv6Network("2001:db8:0:1::/64"),
                      delegated_ipv6_prefix=ipaddress.IPv6Network("2001:db8:100::/56"),
                      event_time=1_700_000_000)

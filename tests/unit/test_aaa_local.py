@@ -178,13 +178,13 @@ async def test_accounting_json_lines(tmp_path):
             line=line(), session_id=3, framed_ip=v4("100.64.0.10"), session_time=60,
             counters=SessionCounters(1, 5 * 2**32, 2, 7),
             terminate_cause=TerminateCause.USER_REQUEST if status is AcctStatus.STOP else None,
-            class_attr=b"\x01", event_time=1_700_000_000))
+            classes=(b"\x01",), event_time=1_700_000_000))
     lines = acct.read_text().splitlines()   # flushed: readable before close
     await aaa.close()
     records = [json.loads(x) for x in lines]
     assert [r["status"] for r in records] == ["start", "stop"]
     assert records[1]["octets_in"] == 5 * 2**32 and records[1]["terminate_cause"] == "user_request"
-    assert records[1]["framed_ip"] == "100.64.0.10" and records[1]["class"] == "01"
+    assert records[1]["framed_ip"] == "100.64.0.10" and records[1]["class"] == ["01"]
     assert records[0]["time"].startswith("2023-11-14T22:13:20")
 
 

@@ -9,6 +9,7 @@ import ipaddress
 import struct
 from pathlib import Path
 
+import orjson
 import pytest
 from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2
@@ -489,3 +490,14 @@ def test_a_coa_applies_its_interim_interval(tmp_path):
         assert answer is None
         assert sub.auth.interim_interval == 900 and sub.next_interim == pytest.approx(clock.t + 900)
     asyncio.run(run())
+
+
+def test_auth_snapshots_keep_every_class_and_read_the_old_single_one():
+    from bng_controller.aaa.base import AuthResult
+    from bng_controller.session_manager import auth_from_dict, auth_to_dict
+    a = AuthResult(accepted=True, classes=(b"A", b"\x00B"))
+    assert auth_from_dict(orjson.loads(orjson.dumps(auth_to_dict(a)))).classes == (b"A", b"\x00B")
+    old = auth_to_dict(AuthResult(accepted=True))
+    del old["classes"]
+    assert auth_from_dict({**old, "class_attr": "00ff"}).classes == (b"\x00\xff",)
+    assert auth_from_dict({**old, "class_attr": None}).classes == ()

@@ -87,7 +87,7 @@ class AuthResult:
     interim_interval: int | None = None         # Acct-Interim-Interval, seconds
     rate_up_kbps: int | None = None             # subscriber -> network policer
     rate_down_kbps: int | None = None           # network -> subscriber policer
-    class_attr: bytes | None = None             # Class, echoed in accounting (RFC 2865 5.25)
+    classes: tuple[bytes, ...] = ()             # every Class, echoed in accounting (RFC 2865 5.25)
     tunnels: list[TunnelSpec] = field(default_factory=list)       # LAC: switch, don't terminate
     mschapv2_success: bytes = b""               # "S=<authenticator response>" for the peer
     mppe_keys: tuple[bytes, bytes] | None = None
@@ -138,7 +138,7 @@ class AcctRecord:
     session_time: int = 0            # seconds since the session came up
     counters: SessionCounters = field(default_factory=SessionCounters)
     terminate_cause: TerminateCause | None = None
-    class_attr: bytes | None = None
+    classes: tuple[bytes, ...] = ()
     framed_ipv6_prefix: ipaddress.IPv6Network | None = None
     delegated_ipv6_prefix: ipaddress.IPv6Network | None = None
     event_time: float = 0.0          # wall clock of the event (Event-Timestamp)

@@ -197,5 +197,5 @@ def acct_record_json(rec: AcctRecord) -> dict:
         "packets_in": c.packets_in,
         "packets_out": c.packets_out,
         "terminate_cause": rec.terminate_cause.name.lower() if rec.terminate_cause else None,
-        "class": rec.class_attr.hex() if rec.class_attr else None,
+        "class": [c.hex() for c in rec.classes] or None,
     }

@@ -130,8 +130,8 @@ def build_accounting_request(rec: AcctRecord, *, ident: int, secret: bytes, nas:
         pkt[Attr.FRAMED_IPV6_PREFIX] = str(rec.framed_ipv6_prefix)
     if rec.delegated_ipv6_prefix is not None:
         pkt[Attr.DELEGATED_IPV6_PREFIX] = str(rec.delegated_ipv6_prefix)
-    if rec.class_attr:
-        pkt[Attr.CLASS] = rec.class_attr
+    for klass in rec.classes:               # each one, unmodified, in order (RFC 2865 5.25)
+        pkt.AddAttribute(Attr.CLASS, klass)
     if rec.status is not AcctStatus.START:
         # RFC 2866: counters and session time belong to Interim and Stop.
         c = rec.counters
@@ -295,8 +295,7 @@ def parse_access_reply(reply: rp.Packet, request_authenticator: bytes) -> AuthRe
     result.dns = [ipaddress.IPv4Address(v) for name in (Attr.MS_PRIMARY_DNS, Attr.MS_SECONDARY_DNS)
                   for v in (_safe(name, lambda n=name: reply.get(n)) or [])[:1]]
     parse_authorization(reply, result)
-    klass = first(reply, Attr.CLASS)
-    result.class_attr = bytes(klass) if klass is not None else None
+    result.classes = tuple(bytes(v) for v in reply.get(Attr.CLASS) or [])
     result.framed_ipv6_prefix = _safe(Attr.FRAMED_IPV6_PREFIX,
                                       lambda: _ipv6_net(first(reply, Attr.FRAMED_IPV6_PREFIX)))
     result.delegated_ipv6_prefix = _safe(
