@@ -398,3 +398,23 @@ async def test_accounting_on_only_on_a_cold_start(tmp_path):
         assert await accounting_on_if_cold(aaa, store) and aaa.sent == 2
     finally:
         store.close()
+
+
+@run
+async def test_a_record_that_cannot_be_encoded_is_dropped_not_retried_for_ever():
+    """pyrad refuses a string over 253 octets: such a record was put back
+    at the head of the queue for ever, holding its session's later records
+    and pausing all accounting at every try."""
+    server = await FakeRadiusServer().start()
+    aaa = RadiusAaa.from_dict(server_cfg(server, acct_retry_interval=0.2))
+    try:
+        bad = _acct(AcctStatus.INTERIM, sid="A")
+        bad.username = "u" * 300
+        await aaa.account(bad)
+        await aaa.account(_acct(AcctStatus.STOP, sid="A"))
+        assert await aaa.flush(3)
+        assert [int_value(p, Attr.ACCT_STATUS_TYPE) for p in server.answered] == [2]
+        assert aaa.counters.acct_dropped == 1 and aaa.counters.acct_sent == 1
+    finally:
+        await aaa.close()
+        server.close()

@@ -320,6 +320,14 @@ class RadiusAaa:
                 delivered = await self._deliver(item)
             except asyncio.CancelledError:
                 raise
+            except ValueError as e:
+                # a record that cannot be encoded (pyrad refuses a value)
+                # never will be: retrying it would hold its session's later
+                # records, and pause everyone's, for ever
+                log.error("RADIUS accounting of %s cannot be encoded, dropped: %s", _describe(item.payload), e)
+                self.counters.acct_dropped += 1
+                self._queue.done(item)
+                continue
             except Exception:   # a bug must not stop accounting for everyone
                 log.exception("RADIUS accounting of %s failed", _describe(item.payload))
                 delivered = False
