@@ -861,6 +861,10 @@ class SessionManager:
                          mac=req.client_mac)
         if req.nas_port_id is not None:
             subs = [s for s in subs if s.line_info.nas_port_id == req.nas_port_id]
+        if req.nas_port is not None:
+            subs = [s for s in subs if s.line_info.line_id == req.nas_port]
+        if req.framed_ipv6_prefix is not None:
+            subs = [s for s in subs if s.ipv6_prefix == req.framed_ipv6_prefix]
         subs = [s for s in subs if s.live]
         if not subs:
             self._count(f"dynauth {req.kind}: no session")

@@ -329,3 +329,19 @@ async def test_a_coa_with_a_malformed_value_is_refused_whole():
         assert server.counters.nak_causes == {int(DynAuthError.INVALID_ATTRIBUTE_VALUE): 1}
     finally:
         await server.close()
+
+
+@run
+async def test_the_identification_attributes_our_accounting_sends_are_taken():
+    """RFC 5176 3: NAS-Port and Framed-IPv6-Prefix identify a session too,
+    and our accounting sends both: a server that echoed them was NAK'd 401."""
+    handler = _Handler()
+    server = await _server(handler)
+    try:
+        req = _request(Acct_Session_Id="S1", NAS_Port=7, Framed_IPv6_Prefix="2001:db8:0:1::/64")
+        [raw] = await _exchange(server.port, req.RequestPacket())
+        assert _decode_reply(req, raw).code == rp.DisconnectACK
+        [call] = handler.calls
+        assert (call.nas_port, call.framed_ipv6_prefix) == (7, ipaddress.IPv6Network("2001:db8:0:1::/64"))
+    finally:
+        await server.close()

@@ -501,3 +501,19 @@ def test_auth_snapshots_keep_every_class_and_read_the_old_single_one():
     del old["classes"]
     assert auth_from_dict({**old, "class_attr": "00ff"}).classes == (b"\x00\xff",)
     assert auth_from_dict({**old, "class_attr": None}).classes == ()
+
+
+def test_a_disconnect_matches_nas_port_too(tmp_path):
+    from bng_controller.aaa.base import DynAuthError, DynAuthRequest
+
+    async def run():
+        mgr, sw, aaa, clock, n = make(tmp_path)
+        cpe = ScriptedCpe(b"\x02\xcc\0\0\0\x0a", BNG_MAC)
+        await pump(mgr, sw, cpe, [cpe.padi()])
+        [sub] = mgr.subs.values()
+        other = sub.line_info.line_id + 1
+        assert await mgr.dynauth(DynAuthRequest(kind="disconnect", username="alice", nas_port=other)) \
+            == DynAuthError.SESSION_CONTEXT_NOT_FOUND
+        assert await mgr.dynauth(DynAuthRequest(kind="disconnect", username="alice",
+                                                nas_port=sub.line_info.line_id)) is None
+    asyncio.run(run())

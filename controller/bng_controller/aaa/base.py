@@ -172,6 +172,8 @@ class DynAuthRequest:
     framed_ip: ipaddress.IPv4Address | None = None
     client_mac: str | None = None                # Calling-Station-Id
     nas_port_id: str | None = None
+    nas_port: int | None = None                  # what our accounting sends: the line id
+    framed_ipv6_prefix: ipaddress.IPv6Network | None = None
     new_auth: AuthResult | None = None           # CoA: what changes (rates, timeouts)
 
 

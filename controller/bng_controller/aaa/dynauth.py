@@ -24,8 +24,8 @@ Idle-Timeout, Acct-Interim-Interval). The handler answers None (ACK) or a
 Requests are refused before the handler with the RFC's causes:
 
 - NAS-Identifier / NAS-IP-Address / NAS-IPv6-Address present and not ours: 403
-- an attribute we cannot honour (e.g. Framed-Pool, Tunnel-*, a change of
-  Framed-IPv6-Prefix, authorization attributes in a Disconnect): 401
+- an attribute we cannot honour (e.g. Framed-Pool, Tunnel-*, authorization
+  attributes in a Disconnect): 401
 - Service-Type Authorize-Only (RFC 5176 3.2, not supported): 405
 - no session identification attribute: 402
 - an authorization value we cannot parse (Filter-Id that is not a rate): 407
@@ -66,8 +66,10 @@ log = logging.getLogger(__name__)
 __all__ = ["DynAuthServer", "DynAuthConfig", "DynAuthCounters"]
 
 _NAS_ATTRS = {Attr.NAS_IDENTIFIER, Attr.NAS_IP_ADDRESS, Attr.NAS_IPV6_ADDRESS}
+# the session identification attributes of RFC 5176 3 that our accounting
+# sends, so that a server may echo them back
 _SESSION_ATTRS = {Attr.ACCT_SESSION_ID, Attr.USER_NAME, Attr.FRAMED_IP_ADDRESS,
-                  Attr.CALLING_STATION_ID, Attr.NAS_PORT_ID}
+                  Attr.CALLING_STATION_ID, Attr.NAS_PORT_ID, Attr.NAS_PORT, Attr.FRAMED_IPV6_PREFIX}
 _AUTHZ_ATTRS = {Attr.FILTER_ID, Attr.SESSION_TIMEOUT, Attr.IDLE_TIMEOUT,
                 Attr.ACCT_INTERIM_INTERVAL}
 # Carried by servers and proxies, no meaning for the session.
@@ -378,12 +380,15 @@ class DynAuthServer(asyncio.DatagramProtocol):
             return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
 
         framed_ip = first(request, Attr.FRAMED_IP_ADDRESS)
+        prefix = first(request, Attr.FRAMED_IPV6_PREFIX)
         dar = DynAuthRequest(kind=kind,
                              acct_session_id=text(Attr.ACCT_SESSION_ID),
                              username=text(Attr.USER_NAME),
                              framed_ip=ipaddress.IPv4Address(framed_ip) if framed_ip else None,
                              client_mac=text(Attr.CALLING_STATION_ID),
-                             nas_port_id=text(Attr.NAS_PORT_ID))
+                             nas_port_id=text(Attr.NAS_PORT_ID),
+                             nas_port=int_value(request, Attr.NAS_PORT),
+                             framed_ipv6_prefix=ipaddress.IPv6Network(prefix, strict=False) if prefix else None)
         if kind == "coa":
             for value in request.get(Attr.FILTER_ID) or []:
                 if parse_filter_id(value) is None:
