@@ -700,7 +700,9 @@ class SessionManager:
             del self.pppoe_sessions[t.key]
         ents = [e for group in sub.installed.values() for e in group]
         sub.installed = {}
-        final = SessionCounters()
+        # if the data plane cannot be read, the Stop carries the totals last
+        # reported: a Stop below its own Interims would undo billed traffic
+        final = sub.reported or SessionCounters()
         if ents:
             try:
                 errors = await self.switch.write(deletes(ents) + modifies(
@@ -742,6 +744,7 @@ class SessionManager:
     # accounting
     def _acct_record(self, sub: Subscriber, status: AcctStatus, counters: SessionCounters) -> AcctRecord:
         now = self.clock()
+        sub.reported = counters
         return AcctRecord(status=status, acct_session_id=sub.acct_session_id, username=sub.username,
                           client_mac=sub.transport.calling_station,
                           line=sub.line_info, session_id=getattr(sub.transport, "session_id", 0),

@@ -16,7 +16,7 @@ from typing import Callable, Protocol
 
 from p4.v1 import p4runtime_pb2 as p4r
 
-from .aaa.base import AuthResult, LineInfo, TerminateCause
+from .aaa.base import AuthResult, LineInfo, SessionCounters, TerminateCause
 from .dataplane import BngTables, PppoeTarget
 from .lines import Line
 from .ppp.link import PppLink
@@ -146,6 +146,7 @@ class Subscriber:
     up_since: float | None = None     # monotonic
     up_since_wall: float | None = None
     acct_started: bool = False
+    reported: SessionCounters | None = None   # the totals its last accounting record carried
     next_interim: float | None = None
     session_deadline: float | None = None
     idle_octets: int = -1

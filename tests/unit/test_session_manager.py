@@ -517,3 +517,26 @@ def test_a_disconnect_matches_nas_port_too(tmp_path):
         assert await mgr.dynauth(DynAuthRequest(kind="disconnect", username="alice",
                                                 nas_port=sub.line_info.line_id)) is None
     asyncio.run(run())
+
+
+def test_a_stop_whose_counters_cannot_be_read_carries_the_last_reported_totals(tmp_path):
+    """With the data plane unreadable at teardown the Stop said 0 octets,
+    below the session's own Interims: billed traffic undone."""
+    from bng_controller.aaa.base import SessionCounters
+
+    async def run():
+        mgr, sw, aaa, clock, n = make(tmp_path)
+        cpe = ScriptedCpe(b"\x02\xcc\0\0\0\x0b", BNG_MAC)
+        await pump(mgr, sw, cpe, [cpe.padi()])
+        [sub] = mgr.subs.values()
+        await mgr._accounting(sub, AcctStatus.INTERIM, SessionCounters(octets_in=5000, packets_in=10))
+
+        async def broken_read(*entities):
+            raise ConnectionError("switch gone")
+        sw.read = broken_read
+        mgr.close(sub, "cleared by operator", TerminateCause.ADMIN_RESET)
+        await pump(mgr, sw, cpe)
+        stop = aaa.records[-1]
+        assert stop.status is AcctStatus.STOP
+        assert (stop.counters.octets_in, stop.counters.packets_in) == (5000, 10)
+    asyncio.run(run())
