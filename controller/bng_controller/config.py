@@ -99,6 +99,7 @@ class SessionsConfig:
 @dataclass
 class AccountingConfig:
     interim_interval: int = 300           # when AAA does not say (Acct-Interim-Interval)
+    min_interim_interval: int = 60        # floor for AAA's value (RFC 2869 5.16); lower only in a lab
     tick: float = 5.0                     # how often due interims and idle timers are checked
 
 

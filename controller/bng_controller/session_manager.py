@@ -665,8 +665,7 @@ class SessionManager:
         self.setup_times.append(now - sub.created)
         a = sub.auth
         sub.session_deadline = now + a.session_timeout if a is not None and a.session_timeout else None
-        interval = (a.interim_interval if a is not None and a.interim_interval
-                    else self.cfg.accounting.interim_interval)
+        interval = self._interim_interval(a)
         sub.next_interim = now + interval if interval else None
         sub.idle_since = now
         self.timers.schedule(sub)
@@ -742,6 +741,14 @@ class SessionManager:
 
     # ------------------------------------------------------------------
     # accounting
+    def _interim_interval(self, a: AuthResult | None) -> int:
+        """Seconds between a session's Interims: AAA's Acct-Interim-Interval,
+        else the configured one (0: none), never below the configured
+        minimum (RFC 2869 5.16: 60 s; one wrong value from a server would
+        otherwise have every session report at every accounting tick)."""
+        interval = a.interim_interval if a is not None and a.interim_interval else self.cfg.accounting.interim_interval
+        return max(interval, self.cfg.accounting.min_interim_interval) if interval else 0
+
     def _acct_record(self, sub: Subscriber, status: AcctStatus, counters: SessionCounters) -> AcctRecord:
         now = self.clock()
         sub.reported = counters
@@ -806,8 +813,7 @@ class SessionManager:
             if s.state != State.UP:
                 continue
             a = s.auth
-            interval = a.interim_interval if a is not None and a.interim_interval \
-                else self.cfg.accounting.interim_interval
+            interval = self._interim_interval(a)
             s.next_interim = now + interval
             self._spawn(self._accounting(s, AcctStatus.INTERIM, counters.get(s.sess_idx, SessionCounters())))
         for s in due_idle:
@@ -896,7 +902,7 @@ class SessionManager:
                 s.auth.idle_timeout = new.idle_timeout
             if new.interim_interval is not None and s.auth is not None:
                 s.auth.interim_interval = new.interim_interval
-                s.next_interim = self.clock() + new.interim_interval
+                s.next_interim = self.clock() + self._interim_interval(s.auth)
         self._count("dynauth coa")
         return None
 
@@ -983,8 +989,7 @@ class SessionManager:
         a = sub.auth
         if a is not None and a.session_timeout:
             sub.session_deadline = sub.up_since + a.session_timeout
-        interval = (a.interim_interval if a is not None and a.interim_interval
-                    else self.cfg.accounting.interim_interval)
+        interval = self._interim_interval(a)
         sub.next_interim = now + interval if interval else None
         sub.idle_since = now
         self._next_sid = max(self._next_sid, sub.sid + 1)

@@ -54,7 +54,7 @@ def lab(radius, tmp_path_factory):
             "nas_identifier": "bng-lab", "timeout": 2, "retries": 2}},
         "dynauth": {"listen": f"127.0.0.1:{coa_port}", "nas_identifier": "bng-lab",
                     "clients": [{"address": "127.0.0.1", "secret": COA_SECRET}]},
-        "accounting": {"tick": 1, "interim_interval": 300},
+        "accounting": {"tick": 1, "interim_interval": 300, "min_interim_interval": 1},   # Interims in seconds
         "ipv6": {"enabled": False}, "ppp": {"ipv6": False, "auth": ["chap-md5", "pap"]},
     }).start()
     lab.coa_port = coa_port

@@ -182,17 +182,6 @@ def test_an_accept_for_a_service_we_do_not_give_is_a_reject(service, accepted):
         assert res.framed_ip is None and "Service-Type" in res.reply_message
 
 
-@pytest.mark.parametrize("interval,used", [(1, 60), (59, 60), (60, 60), (600, 600)])
-def test_an_interim_interval_below_60_s_is_raised_to_60(interval, used):
-    """RFC 2869 5.16: Acct-Interim-Interval MUST NOT be below 60. A server's
-    1 made every session send an Interim at every accounting tick."""
-    request = build_access_request(pap_request(), ident=3, secret=SECRET, nas=NAS)
-    request.RequestPacket()
-    reply = _accept_for(request)
-    reply[Attr.ACCT_INTERIM_INTERVAL] = interval
-    assert _decoded_reply(request, reply).interim_interval == used
-
-
 @pytest.mark.parametrize("password", [b"x", b"sixteen-octets!!", b"l2tp tunnel secret longer than 16"])
 def test_tunnels_with_salted_password(password):
     """Tunnel-Password built by an independent RFC 2868 3.5 implementation

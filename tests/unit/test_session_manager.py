@@ -55,7 +55,8 @@ def names() -> P4InfoNames:
     return P4InfoNames(p4info)
 
 
-def make(tmp_path: Path, auth=("chap-md5", "pap"), store: SessionStore | None = None, **extra):
+def make(tmp_path: Path, auth=("chap-md5", "pap"), store: SessionStore | None = None, interim: int = 60,
+         **extra):
     cfg = from_dict({
         "bng_mac": "02:bb:00:00:00:01", "access_ports": [ACCESS_PORT],
         "pools": {"default": {"prefixes": ["10.0.0.0/29"], "gateway": "10.0.0.1", "dns": ["192.0.2.53"]}},
@@ -63,7 +64,7 @@ def make(tmp_path: Path, auth=("chap-md5", "pap"), store: SessionStore | None = 
         "sessions": {"setup_timeout": 60}, **extra})
     aaa = RecordingAaa(data={"users": {"alice": {"password": "secret", "rate_down_kbps": 8000,
                                                  "session_timeout": 3600}},
-                             "defaults": {"interim_interval": 60}})
+                             "defaults": {"interim_interval": interim}})
     sw = FakeSwitch()
     n = names()
     clock = Clock()
@@ -539,4 +540,18 @@ def test_a_stop_whose_counters_cannot_be_read_carries_the_last_reported_totals(t
         stop = aaa.records[-1]
         assert stop.status is AcctStatus.STOP
         assert (stop.counters.octets_in, stop.counters.packets_in) == (5000, 10)
+    asyncio.run(run())
+
+
+@pytest.mark.parametrize("given,floor,used", [(1, 60, 60), (59, 60, 60), (600, 60, 600), (2, 1, 2)])
+def test_an_interim_interval_below_the_floor_is_raised(tmp_path, given, floor, used):
+    """RFC 2869 5.16: Acct-Interim-Interval MUST NOT be below 60. A server's
+    1 made every session send an Interim at every accounting tick; a lab
+    may lower the floor (accounting.min_interim_interval)."""
+    async def run():
+        mgr, sw, aaa, clock, n = make(tmp_path, interim=given, accounting={"min_interim_interval": floor})
+        cpe = ScriptedCpe(b"\x02\xcc\0\0\0\x0c", BNG_MAC)
+        await pump(mgr, sw, cpe, [cpe.padi()])
+        [sub] = mgr.subs.values()
+        assert sub.next_interim == pytest.approx(clock.t + used)
     asyncio.run(run())

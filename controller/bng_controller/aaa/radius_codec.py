@@ -235,12 +235,6 @@ def _safe(what: str, fn, default=None):
         return default
 
 
-# RFC 2869 5.16: an Acct-Interim-Interval MUST NOT be below 60 s. A server
-# that sends less gets 60: one wrong value would otherwise have every
-# session send an Interim at every accounting tick.
-MIN_INTERIM_INTERVAL = 60
-
-
 def parse_authorization(pkt: rp.Packet, result: AuthResult, strict: bool = False) -> AuthResult:
     """The authorization attributes that an Access-Accept and a CoA-Request
     share: rates (Filter-Id), timeouts and the interim interval. A
@@ -260,12 +254,8 @@ def parse_authorization(pkt: rp.Packet, result: AuthResult, strict: bool = False
         result.rate_down_kbps, result.rate_up_kbps = rates
     result.session_timeout = decode(Attr.SESSION_TIMEOUT, lambda: int_value(pkt, Attr.SESSION_TIMEOUT))
     result.idle_timeout = decode(Attr.IDLE_TIMEOUT, lambda: int_value(pkt, Attr.IDLE_TIMEOUT))
-    interim = decode(Attr.ACCT_INTERIM_INTERVAL, lambda: int_value(pkt, Attr.ACCT_INTERIM_INTERVAL))
-    if interim is not None and interim < MIN_INTERIM_INTERVAL:
-        log.warning("RADIUS Acct-Interim-Interval %d below RFC 2869's %d s: %d used", interim,
-                    MIN_INTERIM_INTERVAL, MIN_INTERIM_INTERVAL)
-        interim = MIN_INTERIM_INTERVAL
-    result.interim_interval = interim
+    result.interim_interval = decode(Attr.ACCT_INTERIM_INTERVAL,
+                                     lambda: int_value(pkt, Attr.ACCT_INTERIM_INTERVAL))
     return result
 
 
