@@ -121,7 +121,7 @@ def test_radius_session_life(lab, radius):
         # Access-Accept applied: the address, the policers (kbit/s -> bytes/s)
         assert sessions["user1@lab.test"]["ipv4"] == "10.0.5.1"
         d1 = lab.controller.api("session", id=sessions["user1@lab.test"]["id"])
-        assert d1["aaa"]["class"] == b"gold-plan".hex()
+        assert d1["aaa"]["class"] == [b"gold-plan".hex()]
         assert meter_rates(lab, d1["sess_idx"]) == {"session_meter_down": 8000 * 125,
                                                     "session_meter_up": 2000 * 125}
         # Start for both; Interims for user1 (Acct-Interim-Interval = 2) with growing counters
