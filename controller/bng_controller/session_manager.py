@@ -886,14 +886,27 @@ class SessionManager:
         new = req.new_auth
         if new is None:
             return DynAuthError.MISSING_ATTRIBUTE
+        # A CoA is applied whole or not at all (RFC 5176 2.3): the rates of
+        # every matching session first, undone if one cannot be changed;
+        # then what cannot fail.
+        changed: list[tuple[Subscriber, int | None, int | None]] = []
         for s in subs:
             up = new.rate_up_kbps if new.rate_up_kbps is not None else s.rate_up_kbps
             down = new.rate_down_kbps if new.rate_down_kbps is not None else s.rate_down_kbps
+            before = (s, s.rate_up_kbps, s.rate_down_kbps)
             try:
                 await self.change_rates(s, up, down)
             except Exception as e:
                 log.error("session %d: CoA failed: %s", s.sid, e)
+                for t, old_up, old_down in reversed(changed + [before]):   # this one may be half written
+                    try:
+                        await self.change_rates(t, old_up, old_down)
+                    except Exception as e2:
+                        self._count("dynauth coa: roll-back failed")
+                        log.error("session %d: undoing the CoA failed, its new rates stay: %s", t.sid, e2)
                 return DynAuthError.RESOURCES_UNAVAILABLE
+            changed.append(before)
+        for s in subs:
             if new.session_timeout is not None and s.auth is not None:
                 s.auth.session_timeout = new.session_timeout
                 s.session_deadline = (s.up_since or self.clock()) + new.session_timeout

@@ -555,3 +555,36 @@ def test_an_interim_interval_below_the_floor_is_raised(tmp_path, given, floor, u
         [sub] = mgr.subs.values()
         assert sub.next_interim == pytest.approx(clock.t + used)
     asyncio.run(run())
+
+
+def test_a_coa_that_fails_on_one_of_its_sessions_is_undone_on_the_others(tmp_path):
+    """RFC 5176 2.3: a CoA is applied whole or not at all. One matching two
+    sessions (by User-Name) whose second rate change failed was NAK'd 506
+    with the first session's new rates left in force."""
+    from bng_controller.aaa.base import AuthResult, DynAuthError, DynAuthRequest
+
+    async def run():
+        mgr, sw, aaa, clock, n = make(tmp_path)
+        for mac in (b"\x02\xcc\0\0\0\x0d", b"\x02\xcc\0\0\0\x0e"):
+            cpe = ScriptedCpe(mac, BNG_MAC)
+            await pump(mgr, sw, cpe, [cpe.padi()])
+        subs = list(mgr.subs.values())
+        assert len(subs) == 2 and all(s.rate_down_kbps == 8000 for s in subs)
+        change = mgr.change_rates
+        calls = []
+
+        async def failing_second(sub, up, down):
+            calls.append((sub.sid, up, down))
+            if len(calls) == 2:
+                raise RuntimeError("meter write refused")
+            await change(sub, up, down)
+        mgr.change_rates = failing_second
+        answer = await mgr.dynauth(DynAuthRequest(kind="coa", username="alice",
+                                                  new_auth=AuthResult(accepted=True, rate_down_kbps=1000,
+                                                                      rate_up_kbps=500, session_timeout=10)))
+        assert answer == DynAuthError.RESOURCES_UNAVAILABLE
+        assert [(s.rate_down_kbps, s.auth.session_timeout) for s in subs] == [(8000, 3600), (8000, 3600)]
+        for s in subs:
+            meter = sw.meters[(n.meter("session_meter_down").preamble.id, s.sess_idx)]
+            assert meter.config.cir == 8000 * 1000 // 8
+    asyncio.run(run())
