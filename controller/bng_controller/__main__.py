@@ -56,7 +56,6 @@ def pin_to(cpus: list[int]) -> None:
             pass
 
 
-
 async def accounting_on_if_cold(aaa, store) -> bool:
     """Accounting-On (RFC 2866 status 7) tells the server that every
     session this NAS had open is gone, which is only true on a cold start:
@@ -75,6 +74,7 @@ async def accounting_on_if_cold(aaa, store) -> bool:
         log.warning("Accounting-On: %s", e)
         return False
     return True
+
 
 async def amain(args: argparse.Namespace) -> int:
     from . import config as config_mod
