@@ -81,6 +81,9 @@ class Ipv6Config:
     wan_pool: ipaddress.IPv6Network | None = None   # carved into /64s, one per session (SLAAC)
     pd_pool: ipaddress.IPv6Network | None = None    # carved into pd_length prefixes (DHCPv6-PD)
     pd_length: int = 64
+    # the shortest delegated prefix AAA may give: each /64 of it is a pair of
+    # data-plane entries (a /56 is 512, a /48 131,072)
+    pd_min_length: int = 56
     dns: list[ipaddress.IPv6Address] = field(default_factory=list)
     ra_interval: float = 200.0                       # unsolicited RAs (RFC 4861 MaxRtrAdvInterval)
     preferred_lifetime: int = 3600

@@ -31,6 +31,7 @@ from .dataplane import BngTables
 from .ip_pool import Ipv6PrefixPool, PoolExhausted, PoolSet
 from .lines import Exhausted, IndexAllocator, Line, LineTable
 from .p4runtime_async import AsyncP4RuntimeClient, deletes, inserts, modifies
+from .p4runtime_client import UpdateError
 from .ppp.auth import Credentials, Verdict
 from .ppp.codec import CONF_ACK, PPP_IPCP, PPP_IPV6CP
 from .ppp.link import (AuthAttempt, Ipv4Assignment, LinkDown, LinkSnapshot, NetworkDown, NetworkFinished,
@@ -102,6 +103,7 @@ class SessionManager:
         self.pppoe_sessions: dict[tuple[int, int], Subscriber] = {}
         self.by_padr: dict[tuple, Subscriber] = {}
         self.by_ipv4: dict[ipaddress.IPv4Address, Subscriber] = {}
+        self.by_ipv6: dict[ipaddress.IPv6Network, Subscriber] = {}   # WAN and delegated prefixes
         self.by_acct: dict[str, Subscriber] = {}
         self.timers = TimerHeap(self._on_timer, clock)
         self.counters: collections.Counter[str] = collections.Counter()
@@ -524,31 +526,57 @@ class SessionManager:
                 del self.by_ipv4[sub.ipv4]
             self.pools.release(sub.ipv4)
             sub.ipv4 = None
-        if sub.ipv6_pooled:
-            if sub.ipv6_prefix is not None and self.v6_wan is not None:
-                self.v6_wan.release(sub.ipv6_prefix)
-            if sub.delegated_prefix is not None and self.v6_pd is not None:
-                self.v6_pd.release(sub.delegated_prefix)
+        for p, pool in ((sub.ipv6_prefix, self.v6_wan), (sub.delegated_prefix, self.v6_pd)):
+            if p is not None:
+                if self.by_ipv6.get(p) is sub:
+                    del self.by_ipv6[p]
+                if pool is not None:
+                    pool.release(p)           # a prefix not of the pool is left alone
 
     def _assign_ipv6(self, sub: Subscriber) -> bool:
+        """The session's WAN /64 (SLAAC) and delegated prefix, from AAA or
+        the pools. True if it has either: a delegated prefix alone is a
+        setup of its own (an unnumbered WAN, RFC 7084)."""
         a = sub.auth
         try:
             if sub.ipv6_prefix is None:
                 if a is not None and a.framed_ipv6_prefix is not None:
-                    sub.ipv6_prefix = a.framed_ipv6_prefix
+                    sub.ipv6_prefix = self._claim_ipv6(sub, a.framed_ipv6_prefix, self.v6_wan, 64, 64,
+                                                       "Framed-IPv6-Prefix")
                 elif self.v6_wan is not None:
                     sub.ipv6_prefix = self.v6_wan.allocate()
-                    sub.ipv6_pooled = True
+                if sub.ipv6_prefix is not None:
+                    self.by_ipv6[sub.ipv6_prefix] = sub
             if sub.delegated_prefix is None:
                 if a is not None and a.delegated_ipv6_prefix is not None:
-                    sub.delegated_prefix = a.delegated_ipv6_prefix
+                    sub.delegated_prefix = self._claim_ipv6(sub, a.delegated_ipv6_prefix, self.v6_pd,
+                                                            self.cfg.ipv6.pd_min_length, 64,
+                                                            "Delegated-IPv6-Prefix")
                 elif self.v6_pd is not None:
                     sub.delegated_prefix = self.v6_pd.allocate()
-                    sub.ipv6_pooled = True
+                if sub.delegated_prefix is not None:
+                    self.by_ipv6[sub.delegated_prefix] = sub
         except PoolExhausted as e:
             self._count("ipv6 pool exhausted")
             log.warning("session %d: %s", sub.sid, e)
-        return sub.ipv6_prefix is not None
+        return sub.ipv6_prefix is not None or sub.delegated_prefix is not None
+
+    def _claim_ipv6(self, sub: Subscriber, p: ipaddress.IPv6Network, pool, shortest: int, longest: int,
+                    what: str) -> ipaddress.IPv6Network | None:
+        """An AAA-given prefix for this session, if it may have it: of a
+        length the data plane holds (one entry pair per /64), held by no
+        other session, and taken out of the pool it lies in so that the
+        pool does not hand it out again."""
+        if not shortest <= p.prefixlen <= longest:
+            self._count("ipv6 prefix length refused")
+            log.warning("session %d: %s %s refused: its length must be /%d to /%d", sub.sid, what, p,
+                        shortest, longest)
+            return None
+        if p in self.by_ipv6 or (pool is not None and not pool.take(p)):
+            self._count("ipv6 prefix conflict")
+            log.warning("session %d: %s %s is in use by another session", sub.sid, what, p)
+            return None
+        return p
 
     # ------------------------------------------------------------------
     # the data plane
@@ -638,6 +666,7 @@ class SessionManager:
         if "session" in new:
             updates += modifies(tables.session_counters_zero(sub.sess_idx)
                                 + tables.session_meters(sub.sess_idx, sub.rate_up_kbps, sub.rate_down_kbps))
+        first_insert = len(updates)
         updates += inserts([e for ents in new.values() for e in ents])
         sub.installed.update(new)                    # before the await: see module docstring
         try:
@@ -647,12 +676,29 @@ class SessionManager:
         if errors:
             self._count("data plane install failed")
             log.error("session %d: installing entries failed: %s", sub.sid, errors[0])
-            # what did go in stays listed in sub.installed: the teardown removes it
+            # What did go in stays listed in sub.installed: the teardown
+            # removes it. An insert that failed is not ours: with
+            # ALREADY_EXISTS the entry is another session's (a prefix both
+            # were given), which the teardown must not delete.
+            self._unlist_failed(sub, new, {e.index - first_insert for e in errors
+                                           if isinstance(e, UpdateError) and e.index >= first_insert})
             for proto, info in held:
                 sub.transport.send_ppp(proto, info)
             self.close(sub, "data plane error", TerminateCause.NAS_ERROR)
             return False
         return sub.live
+
+    @staticmethod
+    def _unlist_failed(sub: Subscriber, new: dict[str, list], failed: set[int]) -> None:
+        """Takes out of sub.installed the entries of `new` (in insert order)
+        whose inserts failed."""
+        if not failed:
+            return
+        i = 0
+        for group, ents in new.items():
+            kept = [e for k, e in enumerate(ents, i) if k not in failed]
+            i += len(ents)
+            sub.installed[group] = kept
 
     def _session_up(self, sub: Subscriber) -> AcctRecord:
         """The session is up: timers, persistence, callbacks. Returns the
@@ -942,7 +988,6 @@ class SessionManager:
                 "auth": auth_to_dict(sub.auth), "ipv4": str(sub.ipv4) if sub.ipv4 else None, "pool": sub.pool,
                 "ipv6_prefix": str(sub.ipv6_prefix) if sub.ipv6_prefix else None,
                 "delegated_prefix": str(sub.delegated_prefix) if sub.delegated_prefix else None,
-                "ipv6_pooled": sub.ipv6_pooled,
                 "up_since_wall": sub.up_since_wall, "installed": sorted(sub.installed),
                 "rate_up_kbps": sub.rate_up_kbps, "rate_down_kbps": sub.rate_down_kbps,
                 "line_info": dict(vars(sub.line_info))}
@@ -971,7 +1016,7 @@ class SessionManager:
         sub = Subscriber(sid=snap["sid"], transport=transport, link=link, line_info=LineInfo(**snap["line_info"]),
                          sess_idx=snap["sess_idx"], acct_session_id=snap["acct_session_id"], created=now,
                          state=State.UP, username=snap["username"], auth=auth_from_dict(snap["auth"]),
-                         pool=snap.get("pool"), ipv6_pooled=snap.get("ipv6_pooled", False),
+                         pool=snap.get("pool"),
                          rate_up_kbps=snap.get("rate_up_kbps"), rate_down_kbps=snap.get("rate_down_kbps"))
         sub.up_since = now - max(0.0, time.time() - up_wall)
         sub.up_since_wall = up_wall
@@ -986,11 +1031,11 @@ class SessionManager:
         for k in ("ipv6_prefix", "delegated_prefix"):
             if snap.get(k):
                 setattr(sub, k, ipaddress.IPv6Network(snap[k]))
-        if sub.ipv6_pooled:
-            if sub.ipv6_prefix is not None and self.v6_wan is not None:
-                self.v6_wan.take(sub.ipv6_prefix)
-            if sub.delegated_prefix is not None and self.v6_pd is not None:
-                self.v6_pd.take(sub.delegated_prefix)
+        for p, pool in ((sub.ipv6_prefix, self.v6_wan), (sub.delegated_prefix, self.v6_pd)):
+            if p is not None:
+                self.by_ipv6[p] = sub
+                if pool is not None:
+                    pool.take(p)
         t, tables, mss = transport, self.tables, self._mss(sub)
         inst = set(snap.get("installed", []))
         sub.installed["session"] = t.session_entries(tables, sub.sess_idx, mss)

@@ -141,7 +141,6 @@ class Subscriber:
     pool: str | None = None           # the pool ipv4 came from (None: static)
     ipv6_prefix: ipaddress.IPv6Network | None = None
     delegated_prefix: ipaddress.IPv6Network | None = None
-    ipv6_pooled: bool = False
     installed: dict[str, list[p4r.TableEntry]] = field(default_factory=dict)
     up_since: float | None = None     # monotonic
     up_since_wall: float | None = None

@@ -9,6 +9,7 @@ import ipaddress
 import struct
 from pathlib import Path
 
+import pytest
 from scapy.layers import dhcp6 as sd
 from scapy.layers import inet6 as si
 
@@ -74,14 +75,16 @@ class Shim:
         self.cfg, self.clock, self.sessions, self.switch, self.l2tp = cfg, clock, sessions, switch, None
 
 
-def make(tmp_path: Path):
+IPV6 = {"wan_pool": "2001:db8:1::/48", "pd_pool": "2001:db8:100::/40", "pd_length": 56, "dns": ["2001:db8::53"]}
+
+
+def make(tmp_path: Path, ipv6: dict | None = None, alice: dict | None = None):
     cfg = from_dict({
         "bng_mac": "02:bb:00:00:00:01", "access_ports": [ACCESS_PORT],
         "pools": {"default": {"prefixes": ["10.0.0.0/29"], "gateway": "10.0.0.1", "dns": ["192.0.2.53"]}},
         "ppp": {"auth": ["pap"], "echo_interval": 10, "echo_failures": 3, "ipv6": True},
-        "ipv6": {"wan_pool": "2001:db8:1::/48", "pd_pool": "2001:db8:100::/40", "pd_length": 56,
-                 "dns": ["2001:db8::53"]}})
-    aaa = LocalAaa(data={"users": {"alice": {"password": "secret"}}})
+        "ipv6": IPV6 if ipv6 is None else ipv6})
+    aaa = LocalAaa(data={"users": {"alice": {"password": "secret", **(alice or {})}}})
     sw = FakeSwitch()
     clock = Clock()
     mgr = SessionManager(cfg, BngTables(names()), sw, aaa, PoolSet(cfg.pools), None, b"k" * 32, clock=clock)
@@ -146,4 +149,93 @@ def test_session_gets_ra_and_prefix(tmp_path):
             await asyncio.sleep(0)
         assert not mgr.subs
         assert r.counters()["sessions with ipv6"] == 0 and len(r.schedule) == 0
+    asyncio.run(run())
+
+
+def _ipv6_routes(mgr, sw) -> int:
+    return sum(1 for te in sw.entries.values() if te.table_id == mgr.tables.table_id("ipv6_session"))
+
+
+def test_a_prefix_given_to_two_sessions_stays_with_the_first(tmp_path):
+    """A customer with a static delegated prefix reconnects before the old
+    session is gone: the second session's inserts failed (ALREADY_EXISTS)
+    and its teardown deleted, by key, the first session's routes, leaving
+    it up and black-holed. Now the second is refused the prefix, and a
+    failed insert is never listed as the session's."""
+    async def run():
+        mgr, sw, r, clock = make(tmp_path, alice={"delegated_prefix": "2001:db8:100::/56"})
+        a = Ipv6Cpe(b"\x02\0\0\0\0\x02", BNG_MAC, s_vid=100, c_vid=200)
+        await pump(mgr, sw, r, a, [a.padi()])
+        [first] = mgr.subs.values()
+        assert first.delegated_prefix == ipaddress.IPv6Network("2001:db8:100::/56")
+        assert _ipv6_routes(mgr, sw) == 1 + 256
+        b = Ipv6Cpe(b"\x02\0\0\0\0\x03", BNG_MAC, s_vid=100, c_vid=201)
+        await pump(mgr, sw, r, b, [b.padi()])
+        second = next(s for s in mgr.subs.values() if s is not first)
+        assert second.delegated_prefix is None and second.ipv6_prefix is not None
+        assert mgr.counters["ipv6 prefix conflict"] == 1
+        assert first.state.name == "UP" and _ipv6_routes(mgr, sw) == 1 + 256 + 1
+        mgr.close(second, "test", None)
+        await pump(mgr, sw, r, b, [])
+        assert _ipv6_routes(mgr, sw) == 1 + 256
+        # and the prefix is the first's until it goes: then the pool has it back
+        mgr.close(first, "test", None)
+        await pump(mgr, sw, r, a, [])
+        assert _ipv6_routes(mgr, sw) == 0 and not mgr.by_ipv6
+    asyncio.run(run())
+
+
+def test_a_failed_insert_is_not_the_sessions_to_delete(tmp_path):
+    """Whatever makes an insert fail, the teardown only deletes what went in."""
+    from bng_controller.p4runtime_client import UpdateError
+    import grpc
+
+    async def run():
+        mgr, sw, r, clock = make(tmp_path)
+        write = sw.write
+        refused, deleted = [], []
+
+        async def refuse_one_ipv6_insert(updates):
+            deleted.extend(u.entity.table_entry for u in updates if u.type == 3)   # DELETE
+            errors = await write(updates)
+            tid = mgr.tables.table_id("ipv6_session")
+            for i, u in enumerate(updates):
+                if u.type == 1 and u.entity.table_entry.table_id == tid and not refused:   # INSERT
+                    refused.append(u.entity.table_entry)
+                    errors.append(UpdateError(i, grpc.StatusCode.ALREADY_EXISTS, "someone else's"))
+            return errors
+        sw.write = refuse_one_ipv6_insert
+        cpe = Ipv6Cpe(b"\x02\0\0\0\0\x04", BNG_MAC, s_vid=100, c_vid=200)
+        await pump(mgr, sw, r, cpe, [cpe.padi()])
+        assert refused and mgr.counters["data plane install failed"] == 1 and not mgr.subs
+        assert deleted and refused[0] not in deleted
+    asyncio.run(run())
+
+
+def test_a_delegated_prefix_without_a_wan_prefix_is_routed(tmp_path):
+    """RFC 7084 allows an unnumbered WAN with prefix delegation only. With no
+    WAN pool the delegated prefix was allocated and handed out by DHCPv6 but
+    never routed: IPv6 silently dead."""
+    async def run():
+        mgr, sw, r, clock = make(tmp_path, ipv6={k: v for k, v in IPV6.items() if k != "wan_pool"})
+        cpe = Ipv6Cpe(b"\x02\0\0\0\0\x05", BNG_MAC, s_vid=100, c_vid=200)
+        await pump(mgr, sw, r, cpe, [cpe.padi()])
+        [sub] = mgr.subs.values()
+        assert sub.ipv6_prefix is None and sub.delegated_prefix == ipaddress.IPv6Network("2001:db8:100::/56")
+        assert "ipv6" in sub.installed and _ipv6_routes(mgr, sw) == 256
+    asyncio.run(run())
+
+
+@pytest.mark.parametrize("attrs,counter", [({"ipv6_prefix": "2001:db8:9::1/128"}, "ipv6 prefix length refused"),
+                                           ({"delegated_prefix": "2001:db8:200::/40"}, "ipv6 prefix length refused")])
+def test_aaa_prefixes_of_lengths_the_data_plane_cannot_hold_are_refused(tmp_path, attrs, counter):
+    """A /128 Framed-IPv6-Prefix raised in the NCP task (the IPv6CP Ack held
+    for ever); a /40 delegated prefix meant 33 million entries."""
+    async def run():
+        mgr, sw, r, clock = make(tmp_path, alice=attrs)
+        cpe = Ipv6Cpe(b"\x02\0\0\0\0\x06", BNG_MAC, s_vid=100, c_vid=200)
+        await pump(mgr, sw, r, cpe, [cpe.padi()])
+        [sub] = mgr.subs.values()
+        assert mgr.counters[counter] == 1 and sub.state.name == "UP"
+        assert _ipv6_routes(mgr, sw) == (256 if "ipv6_prefix" in attrs else 1)
     asyncio.run(run())
