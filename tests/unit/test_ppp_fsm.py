@@ -148,3 +148,29 @@ def test_a_retransmitted_request_is_not_a_failure():
     for i in range(4):                                   # Max-Failure 5, counting the first
         assert answer(fsm, sent, 11 + i, asked).code == CONF_NAK
     assert answer(fsm, sent, 15, asked).code == CONF_REJ
+
+
+def test_ipv6cp_asks_a_peer_without_an_interface_identifier_for_one():
+    """RFC 5072 4.1: a Configure-Request without the Interface-Identifier
+    gets a Nak suggesting one. It was acked with no peer identifier, so the
+    session's RAs and DHCPv6 answers had nowhere to go while its prefixes
+    stayed allocated; and Max-Failure could turn a zero identifier's Nak
+    into a Reject with the same end."""
+    from bng_controller.ppp.ipv6cp import OPT_INTERFACE_ID, Ipv6cpNegotiator
+    sent: list[ControlPacket] = []
+    link = Link()
+    neg = Ipv6cpNegotiator(link, our_iid=0x1111)
+    fsm = Fsm(0x8057, neg, lambda proto, info: sent.append(parse_control(info)), lambda: 0.0,
+              restart_time=3, max_configure=20, max_failure=5)
+    fsm.open()
+    fsm.up()
+    [ours] = sent
+    for i in range(12):                           # never Acked, never an empty Reject, past Max-Failure too
+        r = answer(fsm, sent, 40 + i, [] if i % 2 else [(OPT_INTERFACE_ID, bytes(8))])
+        assert r.code == CONF_NAK, i
+        [(t, v)] = parse_options(r.data)
+        suggested = int.from_bytes(v, "big")
+        assert t == OPT_INTERFACE_ID and suggested not in (0, 0x1111)
+    assert answer(fsm, sent, 60, [(OPT_INTERFACE_ID, v)]).code == CONF_ACK and neg.peer_iid == suggested
+    fsm.receive(ControlPacket(CONF_ACK, ours.identifier, ours.data))
+    assert fsm.state == State.OPENED and link.up

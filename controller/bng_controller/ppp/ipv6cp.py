@@ -15,7 +15,9 @@ OPT_IPV6_COMPRESSION = 2
 
 
 class Ipv6cpNegotiator:
-    required_options: frozenset[int] = frozenset()
+    # The BNG needs the peer's identifier (its link-local is where RAs and
+    # DHCPv6 answers go): never given up by Max-Failure.
+    required_options: frozenset[int] = frozenset({OPT_INTERFACE_ID})
 
     def __init__(self, link, rng: random.Random | None = None, our_iid: int | None = None):
         self.link = link
@@ -63,6 +65,11 @@ class Ipv6cpNegotiator:
                 rejects.append(opt)
         if rejects:
             return CONF_REJ, rejects
+        if not peer and not naks:
+            # RFC 5072 4.1: a request without the option gets a Nak that
+            # suggests one (distinct from ours). Acked, the session had no
+            # peer identifier and no IPv6 at all, its prefixes allocated.
+            naks.append((OPT_INTERFACE_ID, self._new_iid(self.our_iid).to_bytes(8, "big")))
         if naks:
             return CONF_NAK, naks
         self.peer_iid = peer
