@@ -418,6 +418,11 @@ def test_confirm(env):
     assert m.status.code == d.NOT_ON_LINK
     punt(r, dhcp(sd.DHCP6_Confirm(trid=1) / client_id() / sd.DHCP6OptIA_PD(iaid=1)))
     assert sub.transport.take() == [] and r.counters()["dhcpv6 confirm unanswered"] == 1
+    # RFC 8415 18.3.3: a server that cannot test (the session has no /64 of
+    # its link, a delegated prefix only) MUST NOT answer; it said NotOnLink
+    sub.ipv6_prefix = None
+    punt(r, dhcp(sd.DHCP6_Confirm(trid=1) / client_id() / on))
+    assert sub.transport.take() == [] and r.counters()["dhcpv6 confirm unanswered"] == 2
 
 
 @pytest.mark.parametrize("msg,reason", [
@@ -755,3 +760,44 @@ def test_fuzz_dhcpv6_options(fuzz_env, opts, mtype):
         reply = d.parse_message(c.parse_udp(c.parse_ipv6(info)).payload)
         assert reply.transaction_id == 7 and reply.server_id == SERVER_DUID
     assert r.counters().get("internal error", 0) == 0
+
+
+def test_core_nd_override_and_dad_rules():
+    """RFC 4861 7.2.5: an NA without Override must not replace a different
+    cached link-layer address (it did: a stray NA moved the gateway); 7.1.1:
+    an NS from :: (DAD) with a source link-layer option is discarded (it
+    was answered)."""
+    from bng_controller.ipv6.nd import NdAgent
+    from bng_controller.pppoe.codec import L2Header
+    A = ipaddress.IPv6Address
+    bng, gw, me = bytes.fromhex("02bb00000001"), A("2001:db8:ffff::fe"), A("2001:db8:ffff::1")
+    nd = NdAgent(bng, addresses={3: {me}})
+    seen = []
+    nd.on_resolved = lambda n: seen.append(n.mac)
+    nd.watch(gw, 3, 0, me)
+
+    def na(mac: bytes, override: bool):
+        pkt = c.Ipv6Packet(gw, me, 58, b"", 255)
+        nd.handle(3, L2Header(dst=bng, src=mac), pkt,
+                  c.NeighborAdvertisement(gw, router=True, solicited=True, override=override, target_lladdr=mac), 1.0)
+    first, other = bytes.fromhex("02aa000000fe"), bytes.fromhex("02cc000000cc")
+    na(first, False)                              # nothing cached yet: learned
+    na(other, False)                              # no Override: ignored
+    assert seen == [first]
+    na(other, True)                               # Override: replaces
+    assert seen == [first, other]
+    dad = c.Ipv6Packet(c.UNSPECIFIED, c.solicited_node(me), 58, b"", 255)
+    assert nd.handle(3, L2Header(dst=bng, src=bytes(6)), dad,
+                     c.NeighborSolicitation(me, source_lladdr=bytes.fromhex("020000000099")), 2.0) is None
+    assert nd.handle(3, L2Header(dst=bng, src=bytes(6)), dad, c.NeighborSolicitation(me), 2.0) is not None
+
+
+def test_t1_t2_of_an_infinite_lifetime_are_infinite():
+    """RFC 8415 21.4/21.21: with a preferred lifetime of infinity the server
+    sent T1 2147483647 and T2 3435973836 instead of infinity."""
+    from bng_controller.ipv6.dhcpv6_server import Dhcpv6Server, ServerPolicy
+    srv = Dhcpv6Server(ServerPolicy(b"\x00\x03\x00\x01" + bytes(6), preferred_lifetime=0xFFFFFFFF,
+                                    valid_lifetime=0xFFFFFFFF))
+    assert (srv.t1, srv.t2) == (0xFFFFFFFF, 0xFFFFFFFF)
+    srv = Dhcpv6Server(ServerPolicy(b"\x00\x03\x00\x01" + bytes(6), preferred_lifetime=3600))
+    assert (srv.t1, srv.t2) == (1800, 2880)

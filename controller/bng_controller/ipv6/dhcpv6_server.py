@@ -21,7 +21,7 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass, replace
 
-from .codec import Ignored
+from .codec import INFINITE, Ignored
 from .dhcpv6_codec import (ADVERTISE, CONFIRM, DECLINE, INFORMATION_REQUEST, NO_ADDRS_AVAIL, NO_BINDING,
                            NO_PREFIX_AVAIL, NOT_ON_LINK, OPT_DNS_SERVERS, OPT_IA_TA, REBIND, RELEASE, RENEW,
                            REPLY, REQUEST, SOLICIT, SUCCESS, Dhcpv6Message, IaAddress, IaNa, IaPd, IaPrefix,
@@ -61,9 +61,11 @@ class Dhcpv6Server:
         p = policy
         self.preferred = min(p.preferred_lifetime, p.valid_lifetime)
         self.valid = p.valid_lifetime
-        # T1/T2 at 0.5 and 0.8 of the preferred lifetime (RFC 8415 21.21)
-        self.t1 = int(self.preferred * 0.5)
-        self.t2 = int(self.preferred * 0.8)
+        # T1/T2 at 0.5 and 0.8 of the preferred lifetime (RFC 8415 21.21);
+        # an infinite preferred lifetime means infinite T1 and T2 (21.4)
+        infinite = self.preferred == INFINITE
+        self.t1 = INFINITE if infinite else int(self.preferred * 0.5)
+        self.t2 = INFINITE if infinite else int(self.preferred * 0.8)
 
     def handle(self, msg: Dhcpv6Message, binding: Binding) -> Dhcpv6Message | None:
         """The reply to a client message, or None where the protocol wants
@@ -184,8 +186,8 @@ class Dhcpv6Server:
         """Are the client's addresses still on this link (RFC 8415 18.3.3)?
         The link's prefix is the session's /64."""
         addrs = [a.address for ia in msg.ia_na for a in ia.addresses]
-        if not addrs:
-            return None                                    # MUST NOT answer
-        on_link = b.wan_prefix is not None and all(a in b.wan_prefix for a in addrs)
+        if not addrs or b.wan_prefix is None:
+            return None       # MUST NOT answer: nothing to confirm, or no prefix to test against
+        on_link = all(a in b.wan_prefix for a in addrs)
         status = StatusCode(SUCCESS, "on link") if on_link else StatusCode(NOT_ON_LINK, "not on link")
         return self._reply(msg, REPLY, status=status)

@@ -85,6 +85,11 @@ class NdAgent:
             if n is None or n.port != port or pkt.src.is_unspecified:
                 self.stats.ignored += 1
                 return None
+            if not msg.override and n.mac is not None and msg.target_lladdr not in (None, n.mac):
+                # RFC 4861 7.2.5: without Override, a different address
+                # does not replace the one we have
+                self.stats.ignored += 1
+                return None
             self._learn(n, msg.target_lladdr, now)
             return None
         n = self.neighbors.get(pkt.src)
@@ -94,7 +99,9 @@ class NdAgent:
             self.stats.ignored += 1
             return None
         if pkt.src.is_unspecified:
-            if pkt.dst != solicited_node(msg.target):
+            # DAD: to the solicited-node address, and (RFC 4861 7.1.1) with
+            # no source link-layer address option
+            if pkt.dst != solicited_node(msg.target) or msg.source_lladdr is not None:
                 self.stats.ignored += 1
                 return None
             dst, dst_mac, solicited = ALL_NODES, multicast_mac(ALL_NODES), False   # DAD: defend
