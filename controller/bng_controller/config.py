@@ -199,6 +199,17 @@ def _ipv6(d: dict) -> Ipv6Config:
     c.dns = [ipaddress.IPv6Address(x) for x in c.dns]
     if not 48 <= c.pd_length <= 64:
         raise ConfigError("ipv6.pd_length: must be 48..64")
+    if not 48 <= c.pd_min_length <= 64:
+        raise ConfigError("ipv6.pd_min_length: must be 48..64")
+    # RFC 4861 6.2.1: MaxRtrAdvInterval 4..1800 s. Lifetimes are 32-bit, the
+    # preferred no longer than the valid one, and a prefix must outlive the
+    # gap between two RAs or SLAAC addresses expire before they are renewed.
+    if not 4 <= c.ra_interval <= 1800:
+        raise ConfigError("ipv6.ra_interval: must be 4..1800 s (RFC 4861 MaxRtrAdvInterval)")
+    if not 0 < c.preferred_lifetime <= c.valid_lifetime <= 0xFFFFFFFF:
+        raise ConfigError("ipv6: 0 < preferred_lifetime <= valid_lifetime <= 4294967295 (infinity) needed")
+    if c.valid_lifetime <= c.ra_interval:
+        raise ConfigError(f"ipv6.valid_lifetime {c.valid_lifetime} s must exceed ra_interval {c.ra_interval} s")
     return c
 
 

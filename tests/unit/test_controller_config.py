@@ -68,3 +68,17 @@ def test_cpus_must_be_cpus_the_controller_may_use(monkeypatch):
     assert config.from_dict({"pools": pool, "cpus": [1]}).cpus == [1]
     with pytest.raises(config.ConfigError, match=r"cpus: \[2\] are not among"):
         config.from_dict({"pools": pool, "cpus": [1, 2]})
+
+
+@pytest.mark.parametrize("ipv6,words", [({"ra_interval": 20000}, "ra_interval"), ({"ra_interval": 1}, "ra_interval"),
+                                        ({"valid_lifetime": 2**32}, "preferred_lifetime <= valid_lifetime"),
+                                        ({"preferred_lifetime": 9000}, "preferred_lifetime <= valid_lifetime"),
+                                        ({"valid_lifetime": 100, "preferred_lifetime": 50, "ra_interval": 200},
+                                         "must exceed ra_interval"),
+                                        ({"pd_min_length": 40}, "pd_min_length")])
+def test_ipv6_timers_and_lifetimes_are_checked(ipv6, words):
+    """An RA interval of 20000 s was taken (prefixes valid for 7200 s then
+    expired between RAs), and a valid lifetime of 2**32 made every RA fail
+    to build."""
+    with pytest.raises(config.ConfigError, match=words):
+        config.from_dict({"pools": {"p": {"prefixes": ["10.0.0.0/24"], "gateway": "10.0.0.1"}}, "ipv6": ipv6})
