@@ -436,6 +436,8 @@ def test_confirm(env):
     (sd.DHCP6_Request(trid=2) / client_id(), "dhcpv6 request without server id"),
     (sd.DHCP6_Solicit(trid=2) / sd.DHCP6OptIA_PD(iaid=1), "dhcpv6 solicit without client id"),
     (sd.DHCP6_Advertise(trid=2) / client_id() / server_id(), "dhcpv6 advertise is not a client message"),
+    (sd.DHCP6_Solicit(trid=2) / client_id() / sd.DHCP6OptIA_PD(iaid=7) / sd.DHCP6OptIA_PD(iaid=7),
+     "dhcpv6 with a repeated iaid"),
 ])
 def test_dhcpv6_messages_that_are_dropped(env, msg, reason):
     ctl, r, sub = env

@@ -108,6 +108,12 @@ class Dhcpv6Server:
         if msg.msg_type == INFORMATION_REQUEST and (msg.ia_na or msg.ia_pd
                                                     or any(c == OPT_IA_TA for c, _ in msg.other)):
             raise Ignored("dhcpv6 information-request with an ia")   # RFC 8415 16.12
+        for ias in (msg.ia_pd, msg.ia_na):
+            ids = [ia.iaid for ia in ias]
+            if len(set(ids)) != len(ids):
+                # RFC 8415 21.4, 21.21: an IAID names one IA of its type; two
+                # of them drew one answer with a prefix and one without
+                raise Ignored("dhcpv6 with a repeated iaid")
 
     def _reply(self, msg: Dhcpv6Message, msg_type: int, *, ia_pd: tuple[IaPd, ...] = (),
                ia_na: tuple[IaNa, ...] = (), status: StatusCode | None = None, rapid_commit: bool = False,
