@@ -108,16 +108,17 @@ class AccountingConfig:
 
 @dataclass
 class DynAuthConfig:
-    """The controller config's `dynauth` section (aaa/dynauth.py's
-    DynAuthConfig has what each key does; empty values leave its default)."""
+    """The controller config's `dynauth` section. aaa/dynauth.py's
+    DynAuthConfig says what each key does and holds the defaults: a key
+    left unset (None or "") here keeps its default there."""
     listen: str = ""                      # "127.0.0.1:3799"; empty: no CoA/DM server
     clients: list[dict] = field(default_factory=list)   # [{address, secret}]
     nas_identifier: str = ""
     nas_ip_address: str = ""
     nas_ipv6_address: str = ""
-    require_message_authenticator: bool = False
-    duplicate_window: float = 30.0
-    event_timestamp_window: float = 300.0
+    require_message_authenticator: bool | None = None
+    duplicate_window: float | None = None
+    event_timestamp_window: float | None = None
 
 
 @dataclass

@@ -78,7 +78,7 @@ def _in_order_subset(got: list[Option], sent: list[Option]) -> bool:
 class Fsm:
     def __init__(self, protocol: int, negotiator: Negotiator, sink: Sink, clock: Callable[[], float],
                  restart_time: float = 3.0, max_configure: int = 10, max_terminate: int = 2,
-                 max_failure: int = 5, name: str = ""):
+                 max_failure: int = 5, name: str = "", peer_mru: Callable[[], int] = lambda: 1500):
         self.protocol = protocol
         self.neg = negotiator
         self.sink = sink
@@ -104,9 +104,9 @@ class Fsm:
         self.reacked = 0             # duplicate requests answered in Opened
         self.close_reason = ""
         self._acked: tuple[int, bytes] | None = None   # the peer's request we last acked
-        # the peer's MRU, which a Code-Reject must fit (RFC 1661 5.6); the
-        # link points it at LCP's negotiated value
-        self.peer_mru: Callable[[], int] = lambda: 1500
+        # the peer's MRU, which a Code-Reject must fit (RFC 1661 5.6): the
+        # link gives LCP's negotiated value
+        self.peer_mru = peer_mru
 
     # ---- identifiers ----
     def next_id(self) -> int:

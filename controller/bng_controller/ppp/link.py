@@ -112,8 +112,7 @@ class PppLink:
         lc = cfg.lcp
         self.lcp = Fsm(PPP_LCP, self.lcp_neg, self._sink, clock, restart_time=lc.restart_time,
                        max_configure=lc.max_configure, max_terminate=lc.max_terminate,
-                       max_failure=lc.max_failure, name="LCP")
-        self.lcp.peer_mru = lambda: self.lcp_neg.peer_mru
+                       max_failure=lc.max_failure, name="LCP", peer_mru=self._peer_mru)
         self.auth: PapAuthenticator | ChapAuthenticator | None = None
         self.auth_method: AuthMethod | None = None
         self.auth_deadline: float | None = None
@@ -461,10 +460,11 @@ class PppLink:
                 fsm.up()
 
     def _ncp_fsm(self, protocol: int, neg, name: str) -> Fsm:
-        fsm = Fsm(protocol, neg, self._sink, self.clock, restart_time=self.cfg.ncp_restart_time,
-                  max_configure=self.cfg.ncp_max_configure, name=name)
-        fsm.peer_mru = lambda: self.lcp_neg.peer_mru
-        return fsm
+        return Fsm(protocol, neg, self._sink, self.clock, restart_time=self.cfg.ncp_restart_time,
+                   max_configure=self.cfg.ncp_max_configure, name=name, peer_mru=self._peer_mru)
+
+    def _peer_mru(self) -> int:
+        return self.lcp_neg.peer_mru
 
     @property
     def lcp_last_sent(self) -> bytes:

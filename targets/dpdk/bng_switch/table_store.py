@@ -399,15 +399,14 @@ class TableStore:
         all) when it names no table. Its filters (P4Runtime spec, "Wildcard
         Reads"): match (one entry), action id, priority, controller_metadata,
         metadata, is_default_action; a read of all tables takes none."""
+        action_id = self._action_filter(te)
+        filtered = bool(action_id or te.priority or te.controller_metadata or te.metadata)
         if te.table_id:
             states = [self._table(te.table_id)]
         else:
-            if te.match or te.HasField("action") or te.priority or te.controller_metadata or te.metadata \
-                    or te.is_default_action:
+            if filtered or te.match or te.HasField("action") or te.is_default_action:
                 raise _invalid("a read of all tables (table_id 0) takes no other filter")
             states = list(self.tables.values()) if tables is None else tables
-        action_id = self._action_filter(te)
-        filtered = bool(action_id or te.priority or te.controller_metadata or te.metadata)
         for ts in states:
             if te.is_default_action:
                 proto = self.default_entry(ts)
