@@ -458,8 +458,41 @@ def test_dhcpv6_bad_transport(env):
     cnt = r.counters()
     assert cnt["subscriber: udp not for us"] == 1 and cnt["subscriber: bad udp checksum"] == 1
     assert cnt["subscriber: udp not to the dhcpv6 server port"] == 1
-    p, m = one_reply(r, sub, dhcp(sol, dst=OUR_LL, sport=10546))     # unicast to us: answered, to 546
+    p, m = one_reply(r, sub, dhcp(sol, sport=10546))     # from another port: answered, to 546
     assert m.msg_type == d.ADVERTISE
+
+
+@pytest.mark.parametrize("msg", [
+    sd.DHCP6_Request(trid=2) / client_id() / server_id() / sd.DHCP6OptIA_PD(iaid=1),
+    sd.DHCP6_Renew(trid=2) / client_id() / server_id() / sd.DHCP6OptIA_PD(iaid=1),
+    sd.DHCP6_Release(trid=2) / client_id() / server_id() / sd.DHCP6OptIA_PD(iaid=1),
+    sd.DHCP6_Decline(trid=2) / client_id() / server_id() / sd.DHCP6OptIA_NA(iaid=1),
+])
+def test_dhcpv6_unicast_gets_use_multicast(env, msg):
+    """RFC 8415 18.4: the BNG never offers Server Unicast, so a message a
+    client may unicast only when told to gets a Reply with UseMulticast,
+    the two identifiers and no other option (no prefix, no DNS)."""
+    ctl, r, sub = env
+    p, m = one_reply(r, sub, dhcp(msg, dst=OUR_LL))
+    assert m.msg_type == d.REPLY and m.transaction_id == 2
+    assert m.status == d.StatusCode(d.USE_MULTICAST, "use multicast")
+    assert m.client_id == bytes(client_id())[4:] and m.server_id == bytes(server_id())[4:]
+    assert (m.ia_pd, m.ia_na, m.dns_servers, m.preference, m.rapid_commit) == ((), (), None, None, False)
+    assert not p.haslayer(sd.DHCP6OptIA_PD) and not p.haslayer(sd.DHCP6OptDNSServers)
+
+
+@pytest.mark.parametrize("msg", [
+    sd.DHCP6_Solicit(trid=2) / client_id() / sd.DHCP6OptIA_PD(iaid=1),
+    sd.DHCP6_Rebind(trid=2) / client_id() / sd.DHCP6OptIA_PD(iaid=1),
+    sd.DHCP6_Confirm(trid=2) / client_id() / sd.DHCP6OptIA_NA(iaid=1),
+    sd.DHCP6_InfoRequest(trid=2) / client_id(),
+])
+def test_dhcpv6_unicast_that_is_only_ever_multicast_is_dropped(env, msg):
+    ctl, r, sub = env
+    punt(r, dhcp(msg, dst=OUR_LL))
+    assert sub.transport.take() == []
+    name = d.parse_message(bytes(msg)).name
+    assert r.counters()[f"subscriber: dhcpv6 {name} by unicast"] == 1
 
 
 # ----------------------------------------------------------------------

@@ -14,7 +14,12 @@ consequences are deliberate:
   - addresses (IA_NA) are never assigned: SLAAC from the RA serves them.
 Validation follows RFC 8415 16: a message that lacks an identifier it
 needs, carries a Server Identifier it must not, or names another server
-is dropped without an answer.
+is dropped without an answer. The server never sends the Server Unicast
+option, so a client must reach it by multicast: a Request, Renew,
+Release or Decline sent by unicast gets the Reply of RFC 8415 18.4
+(UseMulticast, and nothing done), and a Solicit, Confirm, Rebind or
+Information-request, which a client only ever multicasts (18.2), is
+dropped.
 """
 from __future__ import annotations
 
@@ -24,7 +29,7 @@ from dataclasses import dataclass, replace
 from .codec import INFINITE, Ignored
 from .dhcpv6_codec import (ADVERTISE, CONFIRM, DECLINE, INFORMATION_REQUEST, NO_ADDRS_AVAIL, NO_BINDING,
                            NO_PREFIX_AVAIL, NOT_ON_LINK, OPT_DNS_SERVERS, OPT_IA_TA, REBIND, RELEASE, RENEW,
-                           REPLY, REQUEST, SOLICIT, SUCCESS, Dhcpv6Message, IaAddress, IaNa, IaPd, IaPrefix,
+                           REPLY, REQUEST, SOLICIT, SUCCESS, USE_MULTICAST, Dhcpv6Message, IaAddress, IaNa, IaPd, IaPrefix,
                            StatusCode)
 
 IPv6Address = ipaddress.IPv6Address
@@ -67,12 +72,20 @@ class Dhcpv6Server:
         self.t1 = INFINITE if infinite else int(self.preferred * 0.5)
         self.t2 = INFINITE if infinite else int(self.preferred * 0.8)
 
-    def handle(self, msg: Dhcpv6Message, binding: Binding) -> Dhcpv6Message | None:
+    def handle(self, msg: Dhcpv6Message, binding: Binding, *, unicast: bool = False) -> Dhcpv6Message | None:
         """The reply to a client message, or None where the protocol wants
         silence (Confirm without addresses). Raises `Ignored` for messages
-        that must be dropped."""
+        that must be dropped. `unicast`: the message was sent to one of the
+        BNG's own addresses, not to All_DHCP_Relay_Agents_and_Servers."""
         self._validate(msg)
         t = msg.msg_type
+        if unicast:
+            if t in (REQUEST, RENEW, RELEASE, DECLINE):
+                # RFC 8415 18.4: the server id, the client id, the status, no other option
+                return Dhcpv6Message(REPLY, msg.transaction_id, client_id=msg.client_id,
+                                     server_id=self.policy.server_duid,
+                                     status=StatusCode(USE_MULTICAST, "use multicast"))
+            raise Ignored(f"dhcpv6 {msg.name} by unicast")
         if t == SOLICIT:
             ia_pd, ia_na = self._assign(msg, binding)
             if msg.rapid_commit:

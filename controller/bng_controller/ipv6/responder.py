@@ -227,7 +227,8 @@ class Ipv6Responder:
         if pkt.src.is_unspecified or pkt.src.is_multicast:
             raise Ignored("dhcpv6 from bad source")
         msg = parse_message(udp.payload)
-        reply = self.dhcp.handle(msg, Binding(sub.delegated_prefix, sub.ipv6_prefix))
+        reply = self.dhcp.handle(msg, Binding(sub.delegated_prefix, sub.ipv6_prefix),
+                                 unicast=pkt.dst != ALL_DHCP_AGENTS)
         if reply is None:
             self._count(f"dhcpv6 {msg.name} unanswered")
             return
