@@ -135,6 +135,32 @@ async def test_forged_reply_is_dropped_and_real_one_accepted():
 
 
 @run
+async def test_server_with_another_secret_fails_over_and_says_why(caplog):
+    """A server whose every reply fails verification (its shared secret is
+    not ours) is as good as silent: the request fails over, and the log
+    names the likely cause instead of calling the server silent."""
+    def wrong_secret(req):
+        reply = req.CreateReply()
+        reply.secret = b"not-ours"
+        reply.code = rp.AccessAccept
+        return reply
+    bad = await FakeRadiusServer(reply_fn=wrong_secret).start()
+    good = await FakeRadiusServer().start()
+    aaa = RadiusAaa.from_dict(server_cfg(bad, good, retries=1, timeout=0.1))
+    try:
+        with caplog.at_level("WARNING", logger="bng_controller.aaa"):
+            assert (await aaa.authenticate(pap_request())).accepted
+        assert len(bad.received) == 2 and len(good.received) == 1
+        assert aaa.counters.bad_authenticators == 2 and aaa.counters.failovers == 1
+        assert "sent 2 replies to request id" in caplog.text and "shared secret" in caplog.text
+        assert "gave no verified answer" in caplog.text
+    finally:
+        await aaa.close()
+        bad.close()
+        good.close()
+
+
+@run
 async def test_reply_without_message_authenticator_is_dropped():
     def reply_fn(req):
         reply = req.CreateReply(message_authenticator=False)

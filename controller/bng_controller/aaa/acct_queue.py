@@ -118,8 +118,8 @@ class AcctQueue:
     async def get(self) -> AcctItem:
         """The oldest record that may go now, counted in flight until `done`
         or `requeue`."""
-        await self._wait_for(lambda: self._next() is not None)
-        i = self._next()
+        while (i := self._next()) is None:
+            await self._changed()
         item = self._items[i]
         del self._items[i]
         self._in_flight += 1
@@ -150,19 +150,20 @@ class AcctQueue:
 
     async def wait_empty(self) -> None:
         """Return when nothing is queued and nothing is in flight."""
-        await self._wait_for(lambda: not self._items and not self._in_flight)
+        while self._items or self._in_flight:
+            await self._changed()
 
-    async def _wait_for(self, predicate) -> None:
-        # One event loop, no threads: a list of futures woken on every
-        # change is all the synchronisation needed.
-        while not predicate():
-            waiter = asyncio.get_running_loop().create_future()
-            self._waiters.append(waiter)
-            try:
-                await waiter
-            finally:
-                if waiter in self._waiters:
-                    self._waiters.remove(waiter)
+    async def _changed(self) -> None:
+        """Return at the queue's next change. One event loop, no threads: a
+        list of futures woken on every change is all the synchronisation
+        needed."""
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        try:
+            await waiter
+        finally:
+            if waiter in self._waiters:
+                self._waiters.remove(waiter)
 
     def _notify(self) -> None:
         waiters, self._waiters = self._waiters, []

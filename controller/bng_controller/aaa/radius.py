@@ -240,7 +240,7 @@ class RadiusAaa:
                 server.dead_until = 0.0
                 return request, reply
             server.dead_until = time.monotonic() + self.config.dead_time
-            log.warning("RADIUS server %s:%d did not answer; dead for %.0fs",
+            log.warning("RADIUS server %s:%d gave no verified answer; dead for %.0fs",
                         server.config.address, port, self.config.dead_time)
         return None
 

@@ -54,6 +54,7 @@ class _Pending:
     request: rp.Packet
     port: int
     future: asyncio.Future
+    unverified: int = 0          # replies dropped for a wrong authenticator
 
 
 class RadiusEndpoint(asyncio.DatagramProtocol):
@@ -135,7 +136,8 @@ class RadiusEndpoint(asyncio.DatagramProtocol):
         if self._transport is None:
             return None     # closed: no answer can come
         future = asyncio.get_running_loop().create_future()
-        self._pending[request.id] = _Pending(request, port, future)
+        pending = _Pending(request, port, future)
+        self._pending[request.id] = pending
         try:
             for attempt in range(retries + 1):
                 if attempt:
@@ -150,6 +152,12 @@ class RadiusEndpoint(asyncio.DatagramProtocol):
                 except TimeoutError:
                     continue
             self.counters.timeouts += 1
+            if pending.unverified:
+                # a server that answers but cannot be verified is as useless
+                # as a silent one; the likely cause differs, so say it
+                log.warning("RADIUS server %s:%d sent %d replies to request id %d, none of "
+                            "which verified: is the shared secret the server's?",
+                            self.host, port, pending.unverified, request.id)
             return None
         finally:
             self._pending.pop(request.id, None)
@@ -184,6 +192,7 @@ class RadiusEndpoint(asyncio.DatagramProtocol):
             log.warning("RADIUS reply from %s failed authenticator verification (id %d)",
                         addr, reply.id)
             self.counters.bad_authenticators += 1
+            pending.unverified += 1
             return
         pending.future.set_result(reply)
 
