@@ -1,5 +1,7 @@
 """The switch's array type for exact tables keyed by one small id
-(targets/dpdk/src/bsw_table_index.c) on a real pipeline.
+(targets/dpdk/src/bsw_table_index.c) on a real pipeline; and, on the same
+build, what the switch's passes over the generated code made of the BNG
+program.
 
 An entry's index (bsw_table_entry_index: 1 + the entry id a lookup reports)
 tells which type holds it: the array reports the key itself as the id,
@@ -57,6 +59,12 @@ def child(work: str) -> dict:
 
     # bng: nexthop (1024 ids) and l2tp_tunnel (4096) are arrays.
     p, pmap = pipeline("bng")
+    # Its generated code, as gcc got it: what the switch's passes made of it.
+    code = max(Path(work).glob("pipeline-*.c"), key=lambda f: f.stat().st_size).read_text()
+    out["bng_code"] = {"run_tx": code.count("bsw_hdr_emit_run_tx(p, t, "),
+                       "run": code.count("bsw_hdr_emit_run(p, t, "),
+                       "single_emits": code.count("__instr_hdr_emit_exec(p, t, &pipeline_instructions["),
+                       "chained": code.count("BSW_CHAIN(p);")}
     nh = table(pmap, "nexthop")
     size = nh.size
 
@@ -114,6 +122,14 @@ def test_a_key_beyond_the_size_is_held_beside_the_array(result):
 def test_deletes_reach_both(result):
     assert result["bng_deleted"]["7"] is None and result["bng_deleted"]["beyond"] is None
     assert result["bng_deleted"]["last"] == result["bng_added"]["size"]
+
+
+def test_the_deparser_is_one_fused_run_of_emits(result):
+    """The BNG's deparser (21 emits, the last eight fused with tx) reaches
+    gcc as one call (bsw_emit_run.c), none of its emits left on its own."""
+    assert result["bng_code"]["run_tx"] == 1 and result["bng_code"]["run"] == 0
+    assert result["bng_code"]["single_emits"] == 0
+    assert result["bng_code"]["chained"] > 0
 
 
 def test_tunnels_are_arrays_too(result):

@@ -4,8 +4,12 @@
  * positions (following the previous header in memory or not) must leave the
  * thread's output header list exactly as DPDK's own leave it. tx itself is
  * the same DPDK function in both, so the fused forms are checked through
- * their emit part. Built and run by test_swx_exact_access.py; prints one
- * line and exits 0 when every case agreed. */
+ * their emit part. The fused runs that bsw_emit_run.c writes
+ * (bsw_hdr_emit_run_exec) are checked the same way, in both of their forms:
+ * a run known at compile time whose header ids rise (as the BNG's deparser
+ * is), and runs of random instructions, which take the bit-by-bit path.
+ * Built and run by test_swx_exact_access.py; prints one line and exits 0
+ * when every case agreed. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +23,11 @@ dpdk_emit(struct thread *t, const struct instruction *ip, uint32_t n)
 {
 	__instr_hdr_emit_many_exec(NULL, t, ip, n);
 }
+
+/* Counts the fused runs that took the walk over set bits, so that a check
+ * in which gcc no longer sees the run as a constant fails. */
+static uint32_t ordered_runs;
+#define BSW_EMIT_RUN_ORDERED_TAKEN() (ordered_runs++)
 
 #include "bsw_swx_emit.h"
 
@@ -40,7 +49,7 @@ struct world {
 	struct thread t;
 	struct header_runtime headers[N_HEADERS];
 	struct header_out_runtime out[MAX_OUT];
-	uint8_t *structs[N_HEADERS];
+	uint8_t *structs[N_HEADERS + 1];
 };
 
 static void
@@ -53,7 +62,7 @@ world_init(struct world *w, uint8_t *buf)
 	w->t.headers_out = w->out;
 	w->t.structs = w->structs;
 	w->t.valid_headers = rnd();
-	for (i = 0; i < N_HEADERS; i++) {
+	for (i = 0; i <= N_HEADERS; i++) {
 		uint32_t n = 1 + rnd() % 40;
 
 		/* Most headers follow the one before, as parsed headers do; some
@@ -62,8 +71,10 @@ world_init(struct world *w, uint8_t *buf)
 			pos += 1 + rnd() % 64;
 		if (pos + n > BUF)
 			pos = 0;
-		w->headers[i].ptr0 = buf + BUF + i * 64;
-		w->headers[i].n_bytes = n;
+		if (i < N_HEADERS) {
+			w->headers[i].ptr0 = buf + BUF + i * 64;
+			w->headers[i].n_bytes = n;
+		}
 		w->structs[i] = buf + pos;
 		pos += n;
 	}
@@ -83,12 +94,61 @@ same(const struct world *a, const struct world *b)
 	return 1;
 }
 
+/* A deparser's run as the BNG's is compiled: 13 single emits of headers 2
+ * to 14, then 8 fused with tx, headers 15 to 22; each struct id is the
+ * header id plus one (metadata is struct 0). */
+#define SINGLE(h) { .type = INSTR_HDR_EMIT, .io.hdr = { .header_id = { h }, .struct_id = { (h) + 1 } } }
+static const struct instruction run_first[13] = {
+	SINGLE(2), SINGLE(3), SINGLE(4), SINGLE(5), SINGLE(6), SINGLE(7), SINGLE(8),
+	SINGLE(9), SINGLE(10), SINGLE(11), SINGLE(12), SINGLE(13), SINGLE(14),
+};
+static const struct instruction run_last = {
+	.type = INSTR_HDR_EMIT8_TX,
+	.io.hdr = { .header_id = { 15, 16, 17, 18, 19, 20, 21, 22 },
+		    .struct_id = { 16, 17, 18, 19, 20, 21, 22, 23 } },
+};
+
+/* DPDK's way through a run: one instruction after the other. */
+static void
+dpdk_run(struct thread *t, const struct instruction *first, uint32_t n_single,
+	 const struct instruction *last, uint32_t n_last)
+{
+	uint32_t i;
+
+	for (i = 0; i < n_single; i++)
+		dpdk_emit(t, &first[i], 1);
+	if (n_last)
+		dpdk_emit(t, last, n_last);
+}
+
+/* One fused run, given random or constant instructions. */
+static void
+bsw_run(struct thread *t, uint32_t which, const struct instruction *first, uint32_t n_single,
+	const struct instruction *last, uint32_t n_last)
+{
+	switch (which) {
+	case 0:
+		bsw_hdr_emit_run_exec(t, run_first, 13, &run_last, 8);
+		break;
+	case 1:
+		bsw_hdr_emit_run_exec(t, run_first, 13, run_first, 0);
+		break;
+	case 2:
+		bsw_hdr_emit_run_exec(t, run_first + 4, 6, run_first, 0);
+		break;
+	default:
+		bsw_hdr_emit_run_exec(t, first, n_single, last, n_last);
+	}
+}
+
 int
 main(int argc, char **argv)
 {
 	static uint8_t buf[2 * BUF + N_HEADERS * 64];
 	static struct world a, b;
+	static struct instruction first[16], last;
 	uint32_t cases = argc > 1 ? (uint32_t)atoi(argv[1]) : 1000, c, emits = 0, valid = 0;
+	uint32_t fused = 0;
 
 	for (c = 0; c < cases; c++) {
 		uint32_t runs = 1 + rnd() % 12, r;
@@ -102,6 +162,40 @@ main(int argc, char **argv)
 			struct instruction ip;
 			uint32_t n = rnd() % 2 ? 1 : 1 + rnd() % 8, k;
 
+			if (a.t.n_headers_out >= MAX_OUT - 24)
+				break;
+			if (rnd() % 4 == 0) {
+				/* A fused run: one of the constant ones or a random one. */
+				uint32_t which = rnd() % 4, n_single = 1 + rnd() % 16;
+				uint32_t n_last = rnd() % 9;
+
+				memset(first, 0, sizeof(first));
+				memset(&last, 0, sizeof(last));
+				for (k = 0; k < n_single; k++)
+					first[k].io.hdr.header_id[0] = first[k].io.hdr.struct_id[0] =
+						rnd() % N_HEADERS;
+				for (k = 0; k < n_last; k++)
+					last.io.hdr.header_id[k] = last.io.hdr.struct_id[k] =
+						rnd() % N_HEADERS;
+				if (which == 0)
+					dpdk_run(&a.t, run_first, 13, &run_last, 8);
+				else if (which == 1)
+					dpdk_run(&a.t, run_first, 13, run_first, 0);
+				else if (which == 2)
+					dpdk_run(&a.t, run_first + 4, 6, run_first, 0);
+				else
+					dpdk_run(&a.t, first, n_single, &last, n_last);
+				bsw_run(&b.t, which, first, n_single, &last, n_last);
+				fused++;
+				if (!same(&a, &b)) {
+					printf("case %u run %u (fused run %u): %u output headers "
+					       "against DPDK's %u\n",
+					       c, r, which, b.t.n_headers_out, a.t.n_headers_out);
+					return 1;
+				}
+				continue;
+			}
+
 			memset(&ip, 0, sizeof(ip));
 			for (k = 0; k < n; k++) {
 				ip.io.hdr.header_id[k] = ip.io.hdr.struct_id[k] = rnd() % N_HEADERS;
@@ -110,8 +204,6 @@ main(int argc, char **argv)
 			dpdk_emit(&a.t, &ip, n);
 			bsw_emit(&b.t, &ip, n);
 			emits += n;
-			if (a.t.n_headers_out >= MAX_OUT - 8)
-				break;
 			if (!same(&a, &b)) {
 				printf("case %u run %u (%u emits): %u output headers against DPDK's %u\n",
 				       c, r, n, b.t.n_headers_out, a.t.n_headers_out);
@@ -119,6 +211,12 @@ main(int argc, char **argv)
 			}
 		}
 	}
-	printf("ok: %u cases, %u emits, %u of them valid\n", cases, emits, valid);
+	if (!ordered_runs) {
+		printf("no fused run took the walk over set bits: gcc did not see the "
+		       "constant runs as constants\n");
+		return 1;
+	}
+	printf("ok: %u cases, %u emits, %u of them valid, %u fused runs (%u walked)\n", cases,
+	       emits, valid, fused, ordered_runs);
 	return 0;
 }

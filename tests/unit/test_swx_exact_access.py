@@ -5,9 +5,10 @@ operands and compares the memory they leave (swx_exact_access_check.c).
 The PTF suite and the integration tests run the BNG program on them too;
 this one covers the forms and widths the BNG program does not use. The
 header emits of bsw_swx_emit.h are checked the same way (swx_emit_check.c).
-The switch copies DPDK's generated code through two passes before gcc sees
-it: fences (bsw_exact_access_fence.c) and group chaining
-(bsw_group_chain.c); their tests are here too."""
+The switch copies DPDK's generated code through three passes before gcc
+sees it: fences (bsw_exact_access_fence.c), fused runs of emits
+(bsw_emit_run.c) and group chaining (bsw_group_chain.c); their tests are
+here too."""
 from __future__ import annotations
 
 import shutil
@@ -166,3 +167,63 @@ def test_group_chain_matches_this_dpdks_codegen() -> None:
             '\t\t\t"\\t\\treturn;\\n"') in text
     assert '"thread_ip_inc(p);\\n");' in text
     assert '"}\\n"' in text
+
+
+def test_emit_run_fuses_each_run_of_consecutive_emits() -> None:
+    """The emit pass (bsw_emit_run.c) writes each run of two or more emits
+    of consecutive instructions, blank lines between them, as one call:
+    with the emits fused with tx when the run ends in them (fences kept as
+    the fence pass left them). A labelled emit (a jump target) starts a new
+    run; a lone emit, an emit of another instruction array, a gap in the
+    instruction numbers and everything else are copied unchanged."""
+    code = (b"LABEL_END : __instr_hdr_emit_exec(p, t, &pipeline_instructions[10]);\n\n"
+            b"\t__instr_hdr_emit_exec(p, t, &pipeline_instructions[11]);\n\n"
+            b"\t__instr_hdr_emit_exec(p, t, &pipeline_instructions[12]);\n\n"
+            b"\tBSW_FENCE(); __instr_hdr_emit8_tx_exec(p, t, &pipeline_instructions[13]); "
+            b"BSW_FENCE();\n"
+            b"\tthread_ip_reset(p, t);\n"
+            # A lone emit, then a gap in the numbering, then a labelled one.
+            b"\t__instr_hdr_emit_exec(p, t, &pipeline_instructions[20]);\n"
+            b"\t__instr_mov_i_exec(p, t, &pipeline_instructions[21]);\n"
+            b"\t__instr_hdr_emit_exec(p, t, &pipeline_instructions[22]);\n"
+            b"\t__instr_hdr_emit_exec(p, t, &pipeline_instructions[24]);\n"
+            b"L2 : __instr_hdr_emit_exec(p, t, &pipeline_instructions[25]);\n"
+            b"\t__instr_hdr_emit_exec(p, t, &pipeline_instructions[26]);\n"
+            b"\t__instr_hdr_emit_tx_exec(p, t, &pipeline_instructions[27]);\n"
+            # A run without tx, then an emit of an action's instructions.
+            b"\t__instr_hdr_emit_exec(p, t, &pipeline_instructions[30]);\n"
+            b"\t__instr_hdr_emit_exec(p, t, &pipeline_instructions[31]);\n"
+            b"\t__instr_hdr_emit_exec(p, t, &action_a_instructions[32]);\n")
+    want = (b"LABEL_END : BSW_FENCE(); bsw_hdr_emit_run_tx(p, t, &pipeline_instructions[10], 3, "
+            b"&pipeline_instructions[13], 8); BSW_FENCE();\n"
+            b"\tthread_ip_reset(p, t);\n"
+            b"\t__instr_hdr_emit_exec(p, t, &pipeline_instructions[20]);\n"
+            b"\t__instr_mov_i_exec(p, t, &pipeline_instructions[21]);\n"
+            b"\t__instr_hdr_emit_exec(p, t, &pipeline_instructions[22]);\n"
+            b"\t__instr_hdr_emit_exec(p, t, &pipeline_instructions[24]);\n"
+            b"L2 : bsw_hdr_emit_run_tx(p, t, &pipeline_instructions[25], 2, "
+            b"&pipeline_instructions[27], 1);\n"
+            b"\tbsw_hdr_emit_run(p, t, &pipeline_instructions[30], 2);\n"
+            b"\t__instr_hdr_emit_exec(p, t, &action_a_instructions[32]);\n")
+    out, n = _copy_through("bsw_emit_run", code)
+    assert out == want
+    assert n == 3
+    # A tx emit alone is no run; text without a final newline is kept.
+    lone = b"\t__instr_hdr_emit2_tx_exec(p, t, &pipeline_instructions[5]);\n}"
+    assert _copy_through("bsw_emit_run", lone) == (lone, 0)
+
+
+def test_emit_run_matches_this_dpdks_codegen() -> None:
+    """The pass finds the deparser by the text DPDK's codegen writes for an
+    instruction (after a label or a tab) and by the emit functions' names;
+    worded otherwise, the emits would stay one call each (correct, slower)."""
+    src = Path(default_dpdk_include()) / "rte_swx_pipeline.c"
+    if not src.exists():
+        pytest.fail(f"{src} is missing: run make setup")
+    text = src.read_text()
+    assert 'fprintf(f, "\\n%s : ", data->label);' in text
+    assert 'fprintf(f, "\\n\\t");' in text
+    assert '"%s(p, t, &pipeline_instructions[%u]);\\n"' in text
+    for name in ["__instr_hdr_emit_exec", "__instr_hdr_emit_tx_exec",
+                 *(f"__instr_hdr_emit{n}_tx_exec" for n in range(2, 9))]:
+        assert f'return "{name}";' in text

@@ -113,6 +113,10 @@ int bsw_exact_access_fence(const char *header, FILE *in, FILE *out, uint32_t *n_
  * BSW_CHAIN(p) call at each hand-over to the next instruction group; sets
  * *n_chained to their number. */
 int bsw_group_chain(FILE *in, FILE *out, uint32_t *n_chained);
+/* bsw_emit_run.c: copies generated pipeline C from in to out with each run
+ * of two or more consecutive emits (the last perhaps fused with tx) as one
+ * call of bsw_swx_emit.h; sets *n_runs to their number. */
+int bsw_emit_run(FILE *in, FILE *out, uint32_t *n_runs);
 
 /* Table types of the switch's own, put in place of the pipeline's by the
  * table manager (bsw_table.c) before its standby arrays are made and

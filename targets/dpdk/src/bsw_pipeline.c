@@ -65,6 +65,17 @@ emit_wanted(int trace)
 	return !trace && !(v && !strcmp(v, "0"));
 }
 
+/* Whether a deparser's run of emits becomes one call (bsw_emit_run.c):
+ * whenever the emits of bsw_swx_emit.h are used, unless BSW_SWX_EMIT_RUN=0
+ * asks for one call per emit (to measure the difference). */
+static int
+emit_run_wanted(int emit)
+{
+	const char *v = getenv("BSW_SWX_EMIT_RUN");
+
+	return emit && !(v && !strcmp(v, "0"));
+}
+
 /* Whether instruction groups call the next one (bsw_swx_group_chain.h):
  * always, unless BSW_SWX_GROUP_CHAIN=0 asks for DPDK's run loop between them
  * (to measure the difference) or the build traces (DPDK's trace is per
@@ -169,6 +180,14 @@ fence_pass(FILE *in, FILE *out)
 }
 
 static int
+emit_run_pass(FILE *in, FILE *out)
+{
+	uint32_t n_runs;
+
+	return bsw_emit_run(in, out, &n_runs);
+}
+
+static int
 chain_pass(FILE *in, FILE *out)
 {
 	uint32_t n_chained;
@@ -240,9 +259,9 @@ codegen_and_compile(const char *spec_path, const char *work_dir, const char *inc
 	uint32_t err_line = 0;
 	FILE *spec, *code;
 	uint64_t h;
-	code_pass_t passes[2];
+	code_pass_t passes[3];
 	uint32_t n_passes = 0;
-	int status, trace, exact, emit, chain, stats;
+	int status, trace, exact, emit, emit_run, chain, stats;
 
 	/* Both go into file names of fixed size and, single-quoted, into the
 	 * shell command below: refuse what would be cut short (a truncated
@@ -267,12 +286,15 @@ codegen_and_compile(const char *spec_path, const char *work_dir, const char *inc
 		h ^= 0x7472616365ULL;
 	exact = exact_access_wanted(trace);
 	emit = emit_wanted(trace);
+	emit_run = emit_run_wanted(emit);
 	chain = group_chain_wanted(trace);
 	stats = chain && table_stats_wanted();
 	if (exact)
 		h = text_hash(h, bsw_exact_access_h);
 	if (emit)
 		h = text_hash(h, bsw_emit_h);
+	if (emit_run)
+		h = text_hash(h, "bsw_emit_run");
 	if (chain)
 		h = text_hash(h, bsw_group_chain_h);
 	if (stats)
@@ -297,6 +319,8 @@ codegen_and_compile(const char *spec_path, const char *work_dir, const char *inc
 	}
 	if (emit)
 		fprintf(code, "%s\n", bsw_emit_h);
+	if (emit_run)
+		passes[n_passes++] = emit_run_pass;
 	if (chain) {
 		if (stats)
 			fputs(TABLE_STATS_DEFINE, code);
