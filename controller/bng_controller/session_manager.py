@@ -29,6 +29,7 @@ from .aaa.base import (AaaBackend, AaaUnavailable, AcctRecord, AcctStatus, AuthR
 from .config import ControllerConfig
 from .dataplane import BngTables
 from .ip_pool import Ipv6PrefixPool, PoolExhausted, PoolSet
+from .ipv6.prefix_index import PrefixIndex
 from .lines import Exhausted, IndexAllocator, Line, LineTable
 from .p4runtime_async import AsyncP4RuntimeClient, deletes, inserts, modifies
 from .p4runtime_client import UpdateError
@@ -103,7 +104,7 @@ class SessionManager:
         self.pppoe_sessions: dict[tuple[int, int], Subscriber] = {}
         self.by_padr: dict[tuple, Subscriber] = {}
         self.by_ipv4: dict[ipaddress.IPv4Address, Subscriber] = {}
-        self.by_ipv6: dict[ipaddress.IPv6Network, Subscriber] = {}   # WAN and delegated prefixes
+        self.by_ipv6: PrefixIndex[Subscriber] = PrefixIndex()   # WAN and delegated prefixes
         self.by_acct: dict[str, Subscriber] = {}
         self.timers = TimerHeap(self._on_timer, clock)
         self.counters: collections.Counter[str] = collections.Counter()
@@ -544,7 +545,7 @@ class SessionManager:
                     sub.ipv6_prefix = self._claim_ipv6(sub, a.framed_ipv6_prefix, self.v6_wan, 64, 64,
                                                        "Framed-IPv6-Prefix")
                 elif self.v6_wan is not None:
-                    sub.ipv6_prefix = self.v6_wan.allocate()
+                    sub.ipv6_prefix = self._allocate_ipv6(self.v6_wan)
                 if sub.ipv6_prefix is not None:
                     self.by_ipv6[sub.ipv6_prefix] = sub
             if sub.delegated_prefix is None:
@@ -553,7 +554,7 @@ class SessionManager:
                                                             self.cfg.ipv6.pd_min_length, 64,
                                                             "Delegated-IPv6-Prefix")
                 elif self.v6_pd is not None:
-                    sub.delegated_prefix = self.v6_pd.allocate()
+                    sub.delegated_prefix = self._allocate_ipv6(self.v6_pd)
                 if sub.delegated_prefix is not None:
                     self.by_ipv6[sub.delegated_prefix] = sub
         except PoolExhausted as e:
@@ -572,11 +573,30 @@ class SessionManager:
             log.warning("session %d: %s %s refused: its length must be /%d to /%d", sub.sid, what, p,
                         shortest, longest)
             return None
-        if p in self.by_ipv6 or (pool is not None and not pool.take(p)):
+        held = self.by_ipv6.overlapping(p)
+        if held is not None or (pool is not None and not pool.take(p)):
             self._count("ipv6 prefix conflict")
-            log.warning("session %d: %s %s is in use by another session", sub.sid, what, p)
+            log.warning("session %d: %s %s is in use by another session%s", sub.sid, what, p,
+                        f" (it overlaps {held})" if held not in (None, p) else "")
             return None
         return p
+
+    def _allocate_ipv6(self, pool: Ipv6PrefixPool) -> ipaddress.IPv6Network:
+        """The pool's next prefix that overlaps no live one: an AAA prefix
+        of another length may lie inside a pooled one, or hold it. Those
+        passed over go back to the pool, to be tried again later."""
+        passed_over = []
+        try:
+            while True:
+                p = pool.allocate()
+                if self.by_ipv6.overlapping(p) is None:
+                    return p
+                passed_over.append(p)
+        finally:
+            if passed_over:
+                self.counters["ipv6 pool prefix passed over"] += len(passed_over)
+            for p in passed_over:
+                pool.release(p)
 
     # ------------------------------------------------------------------
     # the data plane

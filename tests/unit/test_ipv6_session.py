@@ -185,6 +185,50 @@ def test_a_prefix_given_to_two_sessions_stays_with_the_first(tmp_path):
     asyncio.run(run())
 
 
+def test_prefixes_that_overlap_without_being_equal(tmp_path):
+    """An AAA prefix of another length than the pool's: a static /64 inside
+    the pooled /56 of a live session is refused (it met that session's
+    routes in one /64 entry and failed the insert); a /64 given inside a
+    free pooled /56 makes the pool pass over that /56 until it is gone."""
+    async def run():
+        mgr, sw, r, clock = make(tmp_path)
+        a = Ipv6Cpe(b"\x02\0\0\0\0\x02", BNG_MAC, s_vid=100, c_vid=200)
+        await pump(mgr, sw, r, a, [a.padi()])
+        [first] = mgr.subs.values()
+        assert first.delegated_prefix == ipaddress.IPv6Network("2001:db8:100::/56")
+        # inside the first's pooled /56: refused
+        mgr.aaa = LocalAaa(data={"users": {"alice": {"password": "secret",
+                                                     "delegated_prefix": "2001:db8:100:7::/64"}}})
+        b = Ipv6Cpe(b"\x02\0\0\0\0\x03", BNG_MAC, s_vid=100, c_vid=201)
+        await pump(mgr, sw, r, b, [b.padi()])
+        second = next(s for s in mgr.subs.values() if s is not first)
+        assert second.delegated_prefix is None and mgr.counters["ipv6 prefix conflict"] == 1
+        assert first.state.name == "UP" and second.state.name == "UP"
+        assert "data plane install failed" not in mgr.counters
+        # inside the pool's next free /56: taken, and the pool passes that /56 over
+        mgr.aaa = LocalAaa(data={"users": {"alice": {"password": "secret",
+                                                     "delegated_prefix": "2001:db8:100:105::/64"}}})
+        c3 = Ipv6Cpe(b"\x02\0\0\0\0\x04", BNG_MAC, s_vid=100, c_vid=202)
+        await pump(mgr, sw, r, c3, [c3.padi()])
+        third = next(s for s in mgr.subs.values() if s not in (first, second))
+        assert third.delegated_prefix == ipaddress.IPv6Network("2001:db8:100:105::/64")
+        mgr.aaa = LocalAaa(data={"users": {"alice": {"password": "secret"}}})
+        d = Ipv6Cpe(b"\x02\0\0\0\0\x05", BNG_MAC, s_vid=100, c_vid=203)
+        await pump(mgr, sw, r, d, [d.padi()])
+        fourth = next(s for s in mgr.subs.values() if s not in (first, second, third))
+        assert fourth.delegated_prefix == ipaddress.IPv6Network("2001:db8:100:200::/56")
+        assert mgr.counters["ipv6 pool prefix passed over"] == 1
+        assert mgr.counters["ipv6 prefix conflict"] == 1 and "data plane install failed" not in mgr.counters
+        # once the /64 is gone, the /56 around it is handed out again
+        mgr.close(third, "test", None)
+        await pump(mgr, sw, r, c3, [])
+        e = Ipv6Cpe(b"\x02\0\0\0\0\x06", BNG_MAC, s_vid=100, c_vid=204)
+        await pump(mgr, sw, r, e, [e.padi()])
+        fifth = next(s for s in mgr.subs.values() if s not in (first, second, fourth))
+        assert fifth.delegated_prefix == ipaddress.IPv6Network("2001:db8:100:100::/56")
+    asyncio.run(run())
+
+
 def test_a_failed_insert_is_not_the_sessions_to_delete(tmp_path):
     """Whatever makes an insert fail, the teardown only deletes what went in."""
     from bng_controller.p4runtime_client import UpdateError
