@@ -29,8 +29,8 @@ from dataclasses import dataclass, replace
 from .codec import INFINITE, Ignored
 from .dhcpv6_codec import (ADVERTISE, CONFIRM, DECLINE, INFORMATION_REQUEST, NO_ADDRS_AVAIL, NO_BINDING,
                            NO_PREFIX_AVAIL, NOT_ON_LINK, OPT_DNS_SERVERS, OPT_IA_TA, REBIND, RELEASE, RENEW,
-                           REPLY, REQUEST, SOLICIT, SUCCESS, USE_MULTICAST, Dhcpv6Message, IaAddress, IaNa, IaPd, IaPrefix,
-                           StatusCode)
+                           REPLY, REQUEST, SOLICIT, SUCCESS, USE_MULTICAST, Dhcpv6Message, IaAddress, IaNa,
+                           IaPd, IaPrefix, StatusCode)
 
 IPv6Address = ipaddress.IPv6Address
 IPv6Network = ipaddress.IPv6Network
