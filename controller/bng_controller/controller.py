@@ -41,7 +41,7 @@ from .p4runtime_async import AsyncP4RuntimeClient, PacketIn, deletes, inserts, m
 from .ppp.codec import PPP_IPV4
 from .pppoe import codec as pppoe
 from .pppoe.discovery import PppoeDiscovery
-from .session_manager import SessionManager
+from .session_manager import RestoreRefused, SessionManager
 from .session_store import SessionStore
 
 log = logging.getLogger("bng.controller")
@@ -317,7 +317,12 @@ class BngController:
                 try:
                     if self.sessions.restore(snap) is not None:
                         n += 1
+                except RestoreRefused as e:
+                    self.sessions.counters["restore refused"] += 1
+                    log.error("stored session %s not restored, dropped: %s", snap.get("sid"), e)
+                    self.store.delete(snap.get("sid", 0))
                 except Exception:
+                    self.sessions.counters["restore failed"] += 1
                     log.exception("restoring session %s failed; it is dropped", snap.get("sid"))
                     self.store.delete(snap.get("sid", 0))
             if n:
@@ -520,7 +525,10 @@ class BngController:
     async def _flush_loop(self) -> None:
         while True:
             await asyncio.sleep(0.2)
-            self.sessions.flush()
+            try:
+                self.sessions.flush()
+            except Exception:       # the loop must outlive any one failure
+                log.exception("session store flush")
 
     async def _gc_loop(self, full_every_s: float = 600.0) -> None:
         """Keep the sessions out of the cyclic GC's scans: CPython's full

@@ -19,6 +19,7 @@ import collections
 import ipaddress
 import logging
 import random
+import sqlite3
 import time
 from typing import Callable
 
@@ -80,6 +81,11 @@ def auth_from_dict(d: dict | None) -> AuthResult | None:
     return AuthResult(**d)
 
 
+class RestoreRefused(ValueError):
+    """A stored session that cannot be taken over: it would collide with
+    one restored before it."""
+
+
 class SessionManager:
     def __init__(self, cfg: ControllerConfig, tables: BngTables, switch: AsyncP4RuntimeClient,
                  aaa: AaaBackend, pools: PoolSet, store: SessionStore | None = None,
@@ -91,6 +97,7 @@ class SessionManager:
         self.aaa = aaa
         self.pools = pools
         self.store = store
+        self._store_failing = False        # the last flush failed: log the next success
         self.clock = clock
         self.rng = rng or random.Random()
         self.bng_mac = cfg.bng_mac
@@ -151,8 +158,23 @@ class SessionManager:
             self.store.put(sub.sid, self.snapshot(sub))
 
     def flush(self) -> None:
-        if self.store is not None:
+        """Write the stored sessions' changes. A store that cannot be
+        written is counted and logged once until it can again; the changes
+        wait for the next flush."""
+        if self.store is None:
+            return
+        try:
             self.store.flush()
+        except sqlite3.Error as e:
+            self._count("session store write failed")
+            if not self._store_failing:
+                log.error("session store %s: cannot write (%s); %d changes wait for the next try",
+                          self.store.path, e, self.store.pending)
+            self._store_failing = True
+            return
+        if self._store_failing:
+            log.warning("session store %s: written again", self.store.path)
+            self._store_failing = False
 
     @property
     def sessions_by_state(self) -> dict[str, int]:
@@ -746,6 +768,7 @@ class SessionManager:
         """An NCP finished while the link stays: withdraw its entries."""
         key = NCP_ENTRIES[protocol]
         ents = sub.installed.pop(key, None)
+        self._persist(sub)          # a restart must not put the entries back
         if ents and sub.live:
             errors = await self.switch.write(deletes(ents))
             if errors:
@@ -982,6 +1005,7 @@ class SessionManager:
             if new.interim_interval is not None and s.auth is not None:
                 s.auth.interim_interval = new.interim_interval
                 s.next_interim = self.clock() + self._interim_interval(s.auth)
+            self._persist(s)        # a restarted controller keeps the CoA's limits
         self._count("dynauth coa")
         return None
 
@@ -1014,43 +1038,65 @@ class SessionManager:
 
     def restore(self, snap: dict) -> Subscriber | None:
         """Rebuild a session from its snapshot: no packet is sent, the
-        entries are derived again (the caller reconciles the switch)."""
+        entries are derived again (the caller reconciles the switch).
+        Everything in the snapshot is read and checked against the sessions
+        already restored before anything is reserved, so a snapshot that
+        cannot be restored (a pool renamed, a field this version does not
+        know, an address or index another session holds) raises
+        `RestoreRefused` or the parse error and leaves nothing behind."""
         ts = snap["transport"]
         if ts["type"] != "pppoe":
             return None                                  # L2TP sessions: l2tp/ restores its own
-        line = self.lines.restore(ts["line_id"], ts["port"], ts["s_vid"], ts["c_vid"], ts["s_tpid"])
-        line.s_tpid = ts["s_tpid"]          # line_map does not record the TPID; the session does
-        if not self.sess_idx.take(snap["sess_idx"]):
-            log.error("restore: session index %d in use twice", snap["sess_idx"])
-            return None
-        line.sessions.add(ts["session_id"])
-        transport = PppoeTransport(line, bytes.fromhex(ts["client_mac"]), ts["session_id"], self.bng_mac,
-                                   bytes.fromhex(ts["host_uniq"]) if ts.get("host_uniq") else None,
-                                   ts["max_payload"], self.packet_out)
-        ls = snap["link"]
+        ls = dict(snap["link"])
         ls["ipv4"] = tuple(ls["ipv4"]) if ls["ipv4"] else None
         ls["ipv6_iids"] = tuple(ls["ipv6_iids"]) if ls["ipv6_iids"] else None
-        link = PppLink.restore(self.cfg.ppp, self.clock, LinkSnapshot(**ls), self.rng, ts["max_payload"])
+        link_snap = LinkSnapshot(**ls)
+        line_info = LineInfo(**snap["line_info"])
+        auth = auth_from_dict(snap["auth"])
+        pool = snap.get("pool")
+        ipv4 = ipaddress.IPv4Address(snap["ipv4"]) if snap.get("ipv4") else None
+        v4_pool = self.pools.pool(pool) if ipv4 is not None and pool else None
+        v6 = {k: ipaddress.IPv6Network(snap[k]) for k in ("ipv6_prefix", "delegated_prefix") if snap.get(k)}
+        client_mac = bytes.fromhex(ts["client_mac"])
+        host_uniq = bytes.fromhex(ts["host_uniq"]) if ts.get("host_uniq") else None
+        sess_idx = snap["sess_idx"]
+        if not self.sess_idx.lo <= sess_idx <= self.sess_idx.hi or sess_idx in self.sess_idx.used:
+            raise RestoreRefused(f"session index {sess_idx} in use or out of range")
+        if ipv4 is not None and ipv4 in self.by_ipv4:
+            raise RestoreRefused(f"IPv4 {ipv4} is session {self.by_ipv4[ipv4].sid}'s")
+        for p in v6.values():
+            if (held := self.by_ipv6.overlapping(p)) is not None:
+                raise RestoreRefused(f"IPv6 prefix {p} overlaps {held} of session {self.by_ipv6[held].sid}")
+        if snap["acct_session_id"] in self.by_acct:
+            raise RestoreRefused(f"Acct-Session-Id {snap['acct_session_id']} twice")
+
+        line = self.lines.restore(ts["line_id"], ts["port"], ts["s_vid"], ts["c_vid"], ts["s_tpid"])
+        line.s_tpid = ts["s_tpid"]          # line_map does not record the TPID; the session does
+        if ts["session_id"] in line.sessions:
+            raise RestoreRefused(f"PPPoE session {ts['session_id']} on line {line.line_id} twice")
+        self.sess_idx.take(sess_idx)
+        line.sessions.add(ts["session_id"])
+        transport = PppoeTransport(line, client_mac, ts["session_id"], self.bng_mac, host_uniq,
+                                   ts["max_payload"], self.packet_out)
+        link = PppLink.restore(self.cfg.ppp, self.clock, link_snap, self.rng, ts["max_payload"])
         now = self.clock()
         up_wall = snap.get("up_since_wall") or time.time()
-        sub = Subscriber(sid=snap["sid"], transport=transport, link=link, line_info=LineInfo(**snap["line_info"]),
-                         sess_idx=snap["sess_idx"], acct_session_id=snap["acct_session_id"], created=now,
-                         state=State.UP, username=snap["username"], auth=auth_from_dict(snap["auth"]),
-                         pool=snap.get("pool"),
+        sub = Subscriber(sid=snap["sid"], transport=transport, link=link, line_info=line_info,
+                         sess_idx=sess_idx, acct_session_id=snap["acct_session_id"], created=now,
+                         state=State.UP, username=snap["username"], auth=auth, pool=pool,
                          rate_up_kbps=snap.get("rate_up_kbps"), rate_down_kbps=snap.get("rate_down_kbps"))
         sub.up_since = now - max(0.0, time.time() - up_wall)
         sub.up_since_wall = up_wall
         sub.acct_started = True
-        if snap.get("ipv4"):
-            sub.ipv4 = ipaddress.IPv4Address(snap["ipv4"])
-            if sub.pool:
-                self.pools.pool(sub.pool).take(sub.ipv4)
+        if ipv4 is not None:
+            sub.ipv4 = ipv4
+            if v4_pool is not None:
+                v4_pool.take(ipv4)
             else:
-                self.pools.take_static(sub.ipv4)
-            self.by_ipv4[sub.ipv4] = sub
-        for k in ("ipv6_prefix", "delegated_prefix"):
-            if snap.get(k):
-                setattr(sub, k, ipaddress.IPv6Network(snap[k]))
+                self.pools.take_static(ipv4)
+            self.by_ipv4[ipv4] = sub
+        for k, p in v6.items():
+            setattr(sub, k, p)
         for p, pool in ((sub.ipv6_prefix, self.v6_wan), (sub.delegated_prefix, self.v6_pd)):
             if p is not None:
                 self.by_ipv6[p] = sub

@@ -42,18 +42,31 @@ class SessionStore:
         return len(self._dirty)
 
     def flush(self) -> None:
+        """Commit the marked rows in one transaction. When the database
+        refuses (disk full, locked by another process, an I/O error) the
+        transaction is rolled back and the rows stay marked for the next
+        flush, a row marked since then winning: one failure loses nothing
+        and does not leave a transaction open to fail every later flush.
+        The error is raised for the caller to count."""
         if not self._dirty:
             return
         dirty, self._dirty = self._dirty, {}
         cur = self.db.cursor()
-        cur.execute("BEGIN")
-        for sid, snap in dirty.items():
-            if snap is None:
-                cur.execute("DELETE FROM sessions WHERE sid = ?", (sid,))
-            else:
-                cur.execute("INSERT OR REPLACE INTO sessions (sid, data) VALUES (?, ?)",
-                            (sid, orjson.dumps(snap).decode()))
-        cur.execute("COMMIT")
+        try:
+            cur.execute("BEGIN")
+            for sid, snap in dirty.items():
+                if snap is None:
+                    cur.execute("DELETE FROM sessions WHERE sid = ?", (sid,))
+                else:
+                    cur.execute("INSERT OR REPLACE INTO sessions (sid, data) VALUES (?, ?)",
+                                (sid, orjson.dumps(snap).decode()))
+            cur.execute("COMMIT")
+        except sqlite3.Error:
+            if self.db.in_transaction:
+                self.db.execute("ROLLBACK")
+            for sid, snap in dirty.items():
+                self._dirty.setdefault(sid, snap)
+            raise
 
     def load(self) -> list[dict]:
         return [orjson.loads(d) for (d,) in self.db.execute("SELECT data FROM sessions ORDER BY sid")]
@@ -74,5 +87,7 @@ class SessionStore:
         self.db.execute("DELETE FROM sessions")
 
     def close(self) -> None:
-        self.flush()
-        self.db.close()
+        try:
+            self.flush()
+        finally:
+            self.db.close()

@@ -588,3 +588,121 @@ def test_a_coa_that_fails_on_one_of_its_sessions_is_undone_on_the_others(tmp_pat
             meter = sw.meters[(n.meter("session_meter_down").preamble.id, s.sess_idx)]
             assert meter.config.cir == 8000 * 1000 // 8
     asyncio.run(run())
+
+
+def test_a_store_write_that_fails_loses_nothing_and_does_not_wedge_later_ones(tmp_path):
+    """The database refused a flush (locked by a backup, disk full): the
+    rows were taken out before the commit and lost, and the open transaction
+    made every later flush fail until a restart. Now the changes wait for
+    the next flush, which writes them."""
+    import sqlite3
+
+    store = SessionStore(tmp_path / "s.db")
+    store.put(1, {"sid": 1, "v": "a"})
+    store.put(2, {"sid": 2, "v": "b"})
+    store.flush()
+    store.put(1, {"sid": 1, "v": "a2"})
+    store.delete(2)
+    locker = sqlite3.connect(str(tmp_path / "s.db"), isolation_level=None, timeout=0)
+    locker.execute("BEGIN IMMEDIATE")                  # another writer holds the database
+    store.db.execute("PRAGMA busy_timeout = 0")
+    with pytest.raises(sqlite3.OperationalError):
+        store.flush()
+    assert not store.db.in_transaction and store.pending == 2
+    store.put(3, {"sid": 3, "v": "c"})
+    locker.execute("ROLLBACK")
+    store.flush()
+    assert store.pending == 0
+    assert sorted((r["sid"], r["v"]) for r in store.load()) == [(1, "a2"), (3, "c")]
+    locker.close()
+    store.close()
+
+
+def test_the_manager_counts_a_failed_store_write_and_carries_on(tmp_path):
+    import sqlite3
+
+    async def run():
+        store = SessionStore(tmp_path / "s.db")
+        mgr, sw, aaa, clock, n = make(tmp_path, store=store)
+        cpe = ScriptedCpe(b"\x02\xcc\0\0\0\x0b", BNG_MAC)
+        await pump(mgr, sw, cpe, [cpe.padi()])
+        locker = sqlite3.connect(str(tmp_path / "s.db"), isolation_level=None, timeout=0)
+        locker.execute("BEGIN IMMEDIATE")
+        store.db.execute("PRAGMA busy_timeout = 0")
+        mgr.flush()
+        mgr.flush()
+        assert mgr.counters["session store write failed"] == 2 and store.pending == 1
+        locker.execute("ROLLBACK")
+        mgr.flush()
+        assert store.pending == 0 and store.count() == 1
+        locker.close()
+        store.close()
+    asyncio.run(run())
+
+
+def test_restore_refuses_a_colliding_or_unreadable_session_and_leaves_nothing_behind(tmp_path):
+    """A stored session that could not be restored kept its session index
+    and PPPoE id reserved (a pool renamed in the config: 20k sessions meant
+    20k indices gone), and two stored sessions with one address were both
+    taken, the second's entries sending the first's traffic to it."""
+    from bng_controller.session_manager import RestoreRefused
+
+    async def run():
+        store = SessionStore(tmp_path / "s.db")
+        mgr, sw, aaa, clock, n = make(tmp_path, store=store)
+        cpe = ScriptedCpe(b"\x02\xcc\0\0\0\x0c", BNG_MAC, s_vid=7, c_vid=9)
+        await pump(mgr, sw, cpe, [cpe.padi()])
+        mgr.flush()
+        [snap] = store.load()
+        store.close()
+        mgr2, sw2, aaa2, clock2, _ = make(tmp_path)
+        renamed = orjson.loads(orjson.dumps(snap))
+        renamed["pool"] = "gone"
+        with pytest.raises(Exception, match="gone"):
+            mgr2.restore(renamed)
+        extra = orjson.loads(orjson.dumps(snap))
+        extra["link"]["a_field_from_a_later_version"] = 1
+        with pytest.raises(TypeError):
+            mgr2.restore(extra)
+        assert not mgr2.sess_idx.used and not mgr2.subs and not mgr2.by_ipv4
+        assert all(not line.sessions for line in mgr2.lines.by_key.values())
+        first = mgr2.restore(orjson.loads(orjson.dumps(snap)))
+        assert first is not None and mgr2.sess_idx.used == {snap["sess_idx"]}
+        twin = orjson.loads(orjson.dumps(snap))
+        twin.update(sid=snap["sid"] + 1, sess_idx=snap["sess_idx"] + 1, acct_session_id="other")
+        twin["transport"]["session_id"] += 1
+        with pytest.raises(RestoreRefused, match="IPv4"):
+            mgr2.restore(twin)
+        assert mgr2.sess_idx.used == {snap["sess_idx"]} and list(mgr2.subs.values()) == [first]
+        assert mgr2.by_ipv4[first.ipv4] is first
+    asyncio.run(run())
+
+
+def test_what_a_coa_and_a_closed_ncp_change_is_stored(tmp_path):
+    """A CoA's Session-Timeout and Idle-Timeout were applied but not stored
+    (a restart gave the session its old limits back), and an NCP that closed
+    while the link stayed left its entries in the stored row (a restart put
+    them back)."""
+    from bng_controller.aaa.base import AuthResult, DynAuthRequest
+
+    async def run():
+        store = SessionStore(tmp_path / "s.db")
+        mgr, sw, aaa, clock, n = make(tmp_path, store=store)
+        cpe = ScriptedCpe(b"\x02\xcc\0\0\0\x0d", BNG_MAC)
+        await pump(mgr, sw, cpe, [cpe.padi()])
+        [sub] = mgr.subs.values()
+        mgr.flush()
+        answer = await mgr.dynauth(DynAuthRequest(
+            kind="coa", acct_session_id=sub.acct_session_id,
+            new_auth=AuthResult(accepted=True, session_timeout=120, idle_timeout=300)))
+        assert answer is None
+        mgr.flush()
+        [snap] = store.load()
+        assert snap["auth"]["session_timeout"] == 120 and snap["auth"]["idle_timeout"] == 300
+        assert "ipv4" in snap["installed"]
+        await mgr._network_down(sub, IPCP)
+        mgr.flush()
+        [snap] = store.load()
+        assert "ipv4" not in snap["installed"]
+        store.close()
+    asyncio.run(run())
