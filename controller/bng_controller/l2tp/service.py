@@ -76,6 +76,8 @@ class L2tpConfig:
     lns_peers: list[LnsPeer] = field(default_factory=list)
     proxy: str = "accept"                             # LNS: accept proxied LCP/auth, or renegotiate
     max_sessions_per_tunnel: int = 65000
+    lac_call_timeout: float = 10.0                    # LAC: one LNS's time to take a call, tunnel set-up included
+    lac_dead_time: float = 60.0                       # LAC: an LNS that let a call time out is tried last this long
 
     @classmethod
     def from_dict(cls, d: dict) -> "L2tpConfig":
@@ -93,6 +95,9 @@ class L2tpConfig:
             setattr(c, k, v)
         if c.proxy not in ("accept", "renegotiate"):
             raise ValueError("l2tp.proxy: accept or renegotiate")
+        c.lac_call_timeout, c.lac_dead_time = float(c.lac_call_timeout), float(c.lac_dead_time)
+        if c.lac_call_timeout <= 0 or c.lac_dead_time < 0:
+            raise ValueError("l2tp.lac_call_timeout: > 0 s; l2tp.lac_dead_time: >= 0 s")
         TunnelConfig.from_dict(c.tunnel)                 # fail now on a bad key
         return c
 
@@ -149,6 +154,8 @@ class L2tpService:
         self.timers = TimerHeap(self._on_timer, ctl.clock)
         self.tunnel_idx = IndexAllocator(1, ctl.names.table("l2tp_tunnel").size - 1, "tunnel indices")
         self.lac_tunnels: dict[tuple, Tunnel] = {}
+        self._lns_dead_until: dict[str, float] = {}     # LNS address -> when it is tried in order again
+        self._pending_calls: dict[int, LacCall] = {}    # subscriber sid -> its call being set up
         self.stats: dict[str, int] = {}
         self._unrouted: list[tuple[bytes, tuple, tuple | None]] = []
         self._task: asyncio.Task | None = None
@@ -519,18 +526,27 @@ class L2tpService:
         cfg = TunnelConfig.from_dict({**self.cfg.tunnel, "secret": spec.password or None})
         if spec.client_auth_id:
             cfg.host_name = spec.client_auth_id
-        self.ctl.nexthop_for(IPv4(spec.server_endpoint))       # start resolving the way there
-        t = self.endpoint.open_tunnel((spec.server_endpoint, L2TP_PORT), self.local, cfg)
-        t.data = TunnelData(self.tunnel_idx.allocate(), "lac", key=key, expect_host=spec.server_auth_id)
+        idx = self.tunnel_idx.allocate()    # before any SCCRQ: a full table opens no orphan tunnel
+        try:
+            self.ctl.nexthop_for(IPv4(spec.server_endpoint))   # start resolving the way there
+            t = self.endpoint.open_tunnel((spec.server_endpoint, L2TP_PORT), self.local, cfg)
+        except Exception:
+            self.tunnel_idx.release(idx)
+            raise
+        t.data = TunnelData(idx, "lac", key=key, expect_host=spec.server_auth_id)
         self.lac_tunnels[key] = t
         self._count("tunnel opened")
         return t
 
     def _order(self, tunnels: list[TunnelSpec]) -> list[TunnelSpec]:
         """By preference (lower first, RFC 2868 3.8); equal preferences in
-        random order, which spreads subscribers over equal LNSes."""
+        random order, which spreads subscribers over equal LNSes. An LNS
+        that let a call time out within `lac_dead_time` goes after the
+        others, so one dead LNS costs one timeout, not one per subscriber."""
         rnd = random.random
-        return sorted(tunnels, key=lambda t: (t.preference, rnd()))
+        now = self.ctl.clock()
+        return sorted(tunnels, key=lambda t: (self._lns_dead_until.get(t.server_endpoint, 0.0) > now,
+                                              t.preference, rnd()))
 
     async def lac_switch(self, sub: Subscriber, creds: Credentials, result: AuthResult) -> None:
         """Switch an authenticated PPPoE subscriber to an LNS, trying the
@@ -546,6 +562,10 @@ class L2tpService:
             proxy_lcp=ProxyLcp(initial_received=link.lcp_first_confreq, last_sent=link.lcp_last_sent,
                                last_received=link.lcp_last_confreq),
             proxy_auth=_proxy_auth(creds))
+        # AAA has answered: from here each LNS has lac_call_timeout to take
+        # the call, and the link's own authentication timer would only cut
+        # the fail-over short (the session's setup timeout still bounds all)
+        link.auth_deadline = None
         reasons = []
         for spec in self._order(result.tunnels):
             if not sub.live:
@@ -559,14 +579,29 @@ class L2tpService:
             s = self.endpoint.open_session(t, call_params)
             call.session = s
             s.data = call
+            self._pending_calls[sub.sid] = call
             self._pump()
-            outcome = await call.done
-            if outcome is None and sub.live:
-                await self._lac_connected(sub, call, t)
+            try:
+                outcome = await asyncio.wait_for(asyncio.shield(call.done), self.cfg.lac_call_timeout)
+            except TimeoutError:
+                outcome = f"no answer in {self.cfg.lac_call_timeout:g} s"
+                self._lns_dead_until[spec.server_endpoint] = self.ctl.clock() + self.cfg.lac_dead_time
+                if s.data is call:
+                    s.data = None
+                    self.endpoint.close_session(s, ResultCode(CDN_NO_FACILITIES_TEMPORARY),
+                                                reason="no answer in time")
+                    self._pump()
+            finally:
+                if self._pending_calls.get(sub.sid) is call:
+                    del self._pending_calls[sub.sid]
+            if not sub.live:                              # the subscriber left meanwhile
+                if s.data is call:
+                    s.data = None
+                    self.endpoint.close_session(s, ResultCode(CDN_ADMIN), reason="subscriber gone")
+                    self._pump()
                 return
-            if outcome is None:                           # the subscriber left meanwhile
-                self.endpoint.close_session(s, ResultCode(CDN_ADMIN), reason="subscriber gone")
-                self._pump()
+            if outcome is None:
+                await self._lac_connected(sub, call, t)
                 return
             reasons.append(f"{spec.server_endpoint}: {outcome}")
             self._count("lac failover")
@@ -614,7 +649,12 @@ class L2tpService:
         return False
 
     def _subscriber_down(self, sub: Subscriber) -> None:
-        """A LAC subscriber left (PADT, clear, timeout): CDN to its LNS."""
+        """A LAC subscriber left (PADT, clear, timeout): CDN to its LNS,
+        also for a call still being set up (the LNS would otherwise get the
+        ICCN, and the subscriber's credentials, for someone already gone)."""
+        pending = self._pending_calls.pop(sub.sid, None)
+        if pending is not None and pending.done is not None and not pending.done.done():
+            pending.done.set_result("subscriber left")      # lac_switch closes the call
         call = sub.lac
         if isinstance(call, LacCall) and call.session is not None and call.session.data is call:
             call.session.data = None
