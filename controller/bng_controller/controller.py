@@ -333,6 +333,11 @@ class BngController:
                         self.ipv6.network_up(sub, announce=False)
             if self.l2tp is not None:
                 await self.l2tp.restore()
+        if not kept:
+            n = self.sessions.counters_lost()
+            if n:
+                log.warning("the switch counts from zero (pipeline pushed): %d sessions' accounting "
+                            "goes on from the totals they last reported", n)
         await self._reconcile(actual)
         await self._configure_meters(kept)
         self.ready.set()

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import dataclasses
 import ipaddress
 import logging
 import random
@@ -800,7 +801,8 @@ class SessionManager:
                 if was_up:
                     got = self.tables.session_counters(
                         await self.switch.read(*self.tables.session_counter_reads(sub.sess_idx)))
-                    final = got.get(sub.sess_idx, final)
+                    if sub.sess_idx in got:
+                        final = self._with_base(sub, got[sub.sess_idx])
             except Exception as e:
                 self._count("data plane remove failed")
                 log.error("session %d: removing entries failed: %s", sub.sid, e)
@@ -852,7 +854,31 @@ class SessionManager:
                           event_time=time.time())
 
     async def _accounting(self, sub: Subscriber, status: AcctStatus, counters: SessionCounters) -> None:
-        await self._send_accounting(sub.sid, self._acct_record(sub, status, counters))
+        rec = self._acct_record(sub, status, counters)
+        if status == AcctStatus.INTERIM:
+            self._persist(sub)          # its totals, for a switch that loses its counters
+        await self._send_accounting(sub.sid, rec)
+
+    @staticmethod
+    def _with_base(sub: Subscriber, c: SessionCounters) -> SessionCounters:
+        b = sub.counter_base
+        if b is None:
+            return c
+        return SessionCounters(c.packets_in + b.packets_in, c.octets_in + b.octets_in,
+                               c.packets_out + b.packets_out, c.octets_out + b.octets_out)
+
+    def counters_lost(self) -> int:
+        """The switch starts counting from zero (a pipeline was pushed):
+        each session's totals go on from the ones it last reported. The
+        traffic since that report is lost; a total that went down would
+        undo traffic already billed. Returns the sessions concerned."""
+        n = 0
+        for sub in self.subs.values():
+            if sub.reported is not None:
+                sub.counter_base = sub.reported
+                self._persist(sub)
+                n += 1
+        return n
 
     async def _send_accounting(self, sid: int, rec: AcctRecord) -> None:
         try:
@@ -867,6 +893,9 @@ class SessionManager:
         reads = [r for s in subs for r in self.tables.session_counter_reads(s.sess_idx)]
         for i in range(0, len(reads), 4000):
             out.update(self.tables.session_counters(await self.switch.read(*reads[i:i + 4000])))
+        for s in subs:
+            if s.counter_base is not None and s.sess_idx in out:
+                out[s.sess_idx] = self._with_base(s, out[s.sess_idx])
         return out
 
     async def read_policers(self, sub: Subscriber) -> dict[str, dict[str, dict[str, int]]]:
@@ -1034,7 +1063,9 @@ class SessionManager:
                 "delegated_prefix": str(sub.delegated_prefix) if sub.delegated_prefix else None,
                 "up_since_wall": sub.up_since_wall, "installed": sorted(sub.installed),
                 "rate_up_kbps": sub.rate_up_kbps, "rate_down_kbps": sub.rate_down_kbps,
-                "line_info": dict(vars(sub.line_info))}
+                "line_info": dict(vars(sub.line_info)),
+                "reported": dataclasses.asdict(sub.reported) if sub.reported else None,
+                "counter_base": dataclasses.asdict(sub.counter_base) if sub.counter_base else None}
 
     def restore(self, snap: dict) -> Subscriber | None:
         """Rebuild a session from its snapshot: no packet is sent, the
@@ -1057,6 +1088,8 @@ class SessionManager:
         ipv4 = ipaddress.IPv4Address(snap["ipv4"]) if snap.get("ipv4") else None
         v4_pool = self.pools.pool(pool) if ipv4 is not None and pool else None
         v6 = {k: ipaddress.IPv6Network(snap[k]) for k in ("ipv6_prefix", "delegated_prefix") if snap.get(k)}
+        reported = SessionCounters(**snap["reported"]) if snap.get("reported") else None
+        counter_base = SessionCounters(**snap["counter_base"]) if snap.get("counter_base") else None
         client_mac = bytes.fromhex(ts["client_mac"])
         host_uniq = bytes.fromhex(ts["host_uniq"]) if ts.get("host_uniq") else None
         sess_idx = snap["sess_idx"]
@@ -1088,6 +1121,7 @@ class SessionManager:
         sub.up_since = now - max(0.0, time.time() - up_wall)
         sub.up_since_wall = up_wall
         sub.acct_started = True
+        sub.reported, sub.counter_base = reported, counter_base
         if ipv4 is not None:
             sub.ipv4 = ipv4
             if v4_pool is not None:

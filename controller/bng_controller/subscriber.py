@@ -146,6 +146,10 @@ class Subscriber:
     up_since_wall: float | None = None
     acct_started: bool = False
     reported: SessionCounters | None = None   # the totals its last accounting record carried
+    # what the switch had counted before it last lost its counters (a new
+    # pipeline, a restarted switch): added to what it counts since, so
+    # that the totals accounting reports never go down
+    counter_base: SessionCounters | None = None
     next_interim: float | None = None
     session_deadline: float | None = None
     idle_octets: int = -1

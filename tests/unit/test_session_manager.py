@@ -706,3 +706,42 @@ def test_what_a_coa_and_a_closed_ncp_change_is_stored(tmp_path):
         assert "ipv4" not in snap["installed"]
         store.close()
     asyncio.run(run())
+
+
+def test_accounting_totals_survive_a_switch_that_counts_from_zero_again(tmp_path):
+    """A pushed pipeline (a restarted switch) counts from zero: the next
+    Interim and the Stop carried totals below the Interims before, undoing
+    traffic already billed. Now they go on from the totals last reported,
+    also across a controller restart (the store keeps them)."""
+    async def run():
+        store = SessionStore(tmp_path / "s.db")
+        mgr, sw, aaa, clock, n = make(tmp_path, store=store)
+        cpe = ScriptedCpe(b"\x02\xcc\0\0\0\x0e", BNG_MAC)
+        await pump(mgr, sw, cpe, [cpe.padi()])
+        [sub] = mgr.subs.values()
+        up = mgr.tables.names.counter("session_up").preamble.id
+        down = mgr.tables.names.counter("session_down").preamble.id
+        sw.counters[(up, sub.sess_idx)] = (10, 5000)
+        sw.counters[(down, sub.sess_idx)] = (20, 9000)
+        got = (await mgr.read_counters([sub]))[sub.sess_idx]
+        await mgr._accounting(sub, AcctStatus.INTERIM, got)
+        sw.counters.clear()                          # the switch starts again from zero
+        assert mgr.counters_lost() == 1
+        sw.counters[(up, sub.sess_idx)] = (1, 100)
+        got = (await mgr.read_counters([sub]))[sub.sess_idx]
+        assert (got.packets_in, got.octets_in, got.packets_out, got.octets_out) == (11, 5100, 20, 9000)
+        await mgr._accounting(sub, AcctStatus.INTERIM, got)
+        mgr.flush()
+        [snap] = store.load()
+        store.close()
+        # the controller restarts too; the switch kept counting (pipeline kept)
+        mgr2, sw2, aaa2, clock2, _ = make(tmp_path)
+        sub2 = mgr2.restore(snap)
+        assert sub2.reported.octets_in == 5100 and sub2.counter_base.octets_in == 5000
+        sw2.counters[(up, sub2.sess_idx)] = (2, 300)
+        mgr2.close(sub2, "cleared by operator", TerminateCause.ADMIN_RESET)
+        await pump(mgr2, sw2, cpe)
+        stop = aaa2.records[-1]
+        assert stop.status is AcctStatus.STOP
+        assert (stop.counters.packets_in, stop.counters.octets_in, stop.counters.octets_out) == (12, 5300, 9000)
+    asyncio.run(run())
