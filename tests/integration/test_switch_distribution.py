@@ -118,6 +118,25 @@ def test_the_flow_hash_keys_on_the_subscriber():
         for f in range(FLOWS):
             buckets[h(pppoe_frame(f, 0)) % n] += 1
         assert min(buckets) >= FLOWS // n // 3, buckets
+    # a subscriber's traffic stays on one worker, whose meters police it
+    # (hashed by 5-tuple, four destinations meant four workers' full rates)
+    one = pppoe_frame(3, 0)
+    upstream = [one[:-18] + bytes([198, 51, 100, d]) + one[-14:] for d in range(40)]     # IPv4 destinations
+    assert len({h(f) for f in upstream}) == 1
+
+    def downstream_v4(src: int, dst: bytes) -> bytes:
+        ip = bytes([0x45, 0, 0, 20, 0, 0, 0, 0, 64, 6, 0, 0, 203, 0, 113, src]) + dst
+        return bytes.fromhex("02aabbccddee02bbccddeeff0800") + ip
+
+    def downstream_v6(src: int, dst: str) -> bytes:
+        ip = bytes([0x60, 0, 0, 0, 0, 0, 6, 64]) + bytes(15) + bytes([src]) + socket.inet_pton(socket.AF_INET6, dst)
+        return bytes.fromhex("02aabbccddee02bbccddeeff86dd") + ip
+
+    assert len({h(downstream_v4(s, bytes([100, 64, 0, 9]))) for s in range(40)}) == 1
+    assert len({h(downstream_v4(1, bytes([100, 64, 0, d]))) for d in range(40)}) > 1
+    in_one_pd = [f"2001:db8:100:{n:x}::{n + 1:x}" for n in range(0, 256, 7)]     # one /56, many /64s
+    assert len({h(downstream_v6(s, a)) for s, a in enumerate(in_one_pd)}) == 1
+    assert len({h(downstream_v6(1, f"2001:db8:100:{n:x}00::1")) for n in range(1, 40)}) > 1
     # truncated frames hash without reading past their end
     for cut in (0, 5, 13, 14, 18, 21, 30, 40):
         h(pppoe_frame(1, 0)[:cut])

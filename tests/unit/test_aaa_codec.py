@@ -292,6 +292,8 @@ def test_split_counter_recombines(value):
     ("100/", None),
     ("", None),
     (b"5000/1000", (5000, 1000)),
+    ("500B/1999b", (1, 2)),         # under a kbit/s: rounded up, never 0 (no limit)
+    ("0", (0, 0)),                  # 0 is no limit, as written
 ])
 def test_filter_id_rates(value, expected):
     assert rates.parse_filter_id(value) == expected

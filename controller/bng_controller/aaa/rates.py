@@ -22,14 +22,16 @@ from __future__ import annotations
 
 import re
 
-_UNIT_KBPS = {"": 1.0, "K": 1.0, "M": 1000.0, "G": 1_000_000.0, "B": 0.001}
+_UNIT_BPS = {"": 1000, "K": 1000, "M": 1_000_000, "G": 1_000_000_000, "B": 1}
 _NUMBER = r"(\d+)\s*([KMGB]?)"
 _RATE_RE = re.compile(
     rf"^\s*(?:(\d+)\s*,\s*)?{_NUMBER}(?:\s*[/\\:]\s*{_NUMBER})?\s*$", re.IGNORECASE)
 
 
 def _kbps(number: str, unit: str) -> int:
-    return int(int(number) * _UNIT_KBPS[unit.upper()])
+    """Whole kbit/s, rounded up: a rate under 1 kbit/s ("500B") is 1, not
+    0, which would mean no limit at all."""
+    return -(-int(number) * _UNIT_BPS[unit.upper()] // 1000)
 
 
 def parse_filter_id(value: str | bytes) -> tuple[int, int] | None:

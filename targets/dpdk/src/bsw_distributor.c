@@ -53,16 +53,21 @@ be16(const uint8_t *p)
 	return (uint16_t)(p[0] << 8 | p[1]);
 }
 
-/* A frame's flow: the Ethernet addresses and VLAN ids; for PPPoE session
- * frames also the session id and, for IPv4 inside, the addresses; for
- * plain IPv4 and IPv6 the addresses; for L2TP (UDP 1701) also the tunnel
- * and session ids, so the subscribers of one LAC-LNS tunnel spread too.
- * Whatever is cut short hashes what was read. */
+/* A frame's flow, which is one subscriber's traffic in one direction: the
+ * Ethernet addresses and VLAN ids; for PPPoE session frames also the
+ * session id, and nothing inside; for plain IPv4 (downstream, toward a
+ * subscriber) the destination address; for IPv6 the destination's first
+ * 56 bits (a delegated prefix is /48 to /64, the default shortest /56);
+ * for L2TP (UDP 1701) also the tunnel and session ids, so the subscribers
+ * of one LAC-LNS tunnel spread too. Each worker polices with meters of its
+ * own, so a subscriber's traffic must not spread: hashed by 5-tuple, a
+ * session downloading from four servers was policed by up to four workers
+ * at its full rate each. Whatever is cut short hashes what was read. */
 uint32_t
 bsw_flow_hash(const uint8_t *f, uint32_t len)
 {
 	uint32_t h = 0, off = 12, ihl;
-	uint16_t et, proto;
+	uint16_t et;
 
 	if (len < 14)
 		return rte_hash_crc(f, len, 0);
@@ -74,16 +79,10 @@ bsw_flow_hash(const uint8_t *f, uint32_t len)
 		et = be16(f + off);
 	}
 	off += 2;
-	if (et == 0x8864 && off + 8 <= len) {		/* PPPoE session: id, PPP protocol */
-		h = rte_hash_crc_2byte(be16(f + off + 2), h);
-		proto = be16(f + off + 6);
-		off += 8;
-		if (proto != 0x0021)
-			return h;
-		et = 0x0800;
-	}
+	if (et == 0x8864 && off + 8 <= len)		/* PPPoE session: its id */
+		return rte_hash_crc_2byte(be16(f + off + 2), h);
 	if (et == 0x0800 && off + 20 <= len) {
-		h = rte_hash_crc(f + off + 12, 8, h);
+		h = rte_hash_crc(f + off + 16, 4, h);
 		ihl = (f[off] & 0x0f) * 4u;
 		if (f[off + 9] == 17 && off + ihl + 8 + 6 <= len &&
 		    (be16(f + off + ihl) == 1701 || be16(f + off + ihl + 2) == 1701)) {
@@ -94,7 +93,7 @@ bsw_flow_hash(const uint8_t *f, uint32_t len)
 				h = rte_hash_crc(l2tp + ids, 4, h);
 		}
 	} else if (et == 0x86dd && off + 40 <= len) {
-		h = rte_hash_crc(f + off + 8, 32, h);
+		h = rte_hash_crc(f + off + 24, 7, h);
 	}
 	return h;
 }
