@@ -151,8 +151,13 @@ class SessionManager:
         self.counters[what] += 1
 
     def _new_acct_id(self) -> str:
-        self._acct_seq += 1
-        return f"{self._boot}{self._acct_seq:08x}"
+        while True:
+            self._acct_seq += 1
+            acct = f"{self._boot}{self._acct_seq:08x}"
+            # a restored session may hold it: its process started in the same
+            # second, or the clock stepped back (a box without an RTC)
+            if acct not in self.by_acct:
+                return acct
 
     def _persist(self, sub: Subscriber) -> None:
         if self.store is not None and sub.state == State.UP and sub.transport.persistent and sub.lac is None:

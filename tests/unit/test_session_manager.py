@@ -745,3 +745,15 @@ def test_accounting_totals_survive_a_switch_that_counts_from_zero_again(tmp_path
         assert stop.status is AcctStatus.STOP
         assert (stop.counters.packets_in, stop.counters.octets_in, stop.counters.octets_out) == (12, 5300, 9000)
     asyncio.run(run())
+
+
+def test_a_new_acct_session_id_is_never_a_restored_sessions(tmp_path):
+    """Acct-Session-Id is the start second and a count from 0: a controller
+    restarted within the second, or after its clock stepped back, handed a
+    restored session's id to a new one (a CoA then hit the wrong one)."""
+    async def run():
+        mgr, sw, aaa, clock, n = make(tmp_path)
+        taken = f"{mgr._boot}{1:08x}"
+        mgr.by_acct[taken] = object()
+        assert mgr._new_acct_id() == f"{mgr._boot}{2:08x}"
+    asyncio.run(run())
