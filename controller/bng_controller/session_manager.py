@@ -1162,6 +1162,44 @@ class SessionManager:
         self.timers.schedule(sub)
         return sub
 
+    def unrestored_stop(self, snap: dict) -> AcctRecord | None:
+        """The Accounting-Stop of a stored session that is not taken over
+        (refused, or unreadable), so that the AAA server does not keep it
+        open for ever (and refuse the subscriber's next login where it
+        limits simultaneous sessions). Built from what of the snapshot can
+        be read, with the totals last reported; None without an
+        Acct-Session-Id to close."""
+        acct = snap.get("acct_session_id")
+        if not acct:
+            return None
+
+        def readable(build, default):
+            try:
+                return build()
+            except (TypeError, ValueError, KeyError, AttributeError):
+                return default
+        ts = snap.get("transport") or {}
+        auth = readable(lambda: auth_from_dict(snap.get("auth")), None)
+        up_wall = snap.get("up_since_wall")
+        return AcctRecord(
+            status=AcctStatus.STOP, acct_session_id=str(acct), username=str(snap.get("username") or ""),
+            client_mac=readable(lambda: pppoe.mac_str(bytes.fromhex(ts["client_mac"])), ""),
+            line=readable(lambda: LineInfo(**snap["line_info"]), LineInfo(port=int(ts.get("port") or 0))),
+            session_id=int(ts.get("session_id") or 0),
+            framed_ip=readable(lambda: ipaddress.IPv4Address(snap["ipv4"]), None),
+            session_time=int(max(0.0, time.time() - up_wall)) if isinstance(up_wall, (int, float)) else 0,
+            counters=readable(lambda: SessionCounters(**snap["reported"]), SessionCounters()),
+            terminate_cause=TerminateCause.NAS_ERROR, classes=auth.classes if auth else (),
+            framed_ipv6_prefix=readable(lambda: ipaddress.IPv6Network(snap["ipv6_prefix"]), None),
+            delegated_ipv6_prefix=readable(lambda: ipaddress.IPv6Network(snap["delegated_prefix"]), None),
+            event_time=time.time())
+
+    async def send_unrestored_stop(self, snap: dict) -> None:
+        rec = self.unrestored_stop(snap)
+        if rec is not None:
+            self._count("accounting stop of an unrestored session")
+            await self._send_accounting(int(snap.get("sid") or 0), rec)
+
     def desired_session_entries(self) -> list[p4r.TableEntry]:
         return [e for s in self.subs.values() for g in s.installed.values() for e in g]
 

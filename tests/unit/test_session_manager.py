@@ -757,3 +757,37 @@ def test_a_new_acct_session_id_is_never_a_restored_sessions(tmp_path):
         mgr.by_acct[taken] = object()
         assert mgr._new_acct_id() == f"{mgr._boot}{2:08x}"
     asyncio.run(run())
+
+
+def test_a_stored_session_that_is_not_restored_gets_its_accounting_stop(tmp_path):
+    """A stored row dropped at restore (refused, or unreadable) left its
+    session open at the AAA server for ever, which then refused the
+    subscriber's next login where it limits simultaneous sessions."""
+    from bng_controller.aaa.base import SessionCounters
+
+    async def run():
+        store = SessionStore(tmp_path / "s.db")
+        mgr, sw, aaa, clock, n = make(tmp_path, store=store)
+        cpe = ScriptedCpe(b"\x02\xcc\0\0\0\x0f", BNG_MAC)
+        await pump(mgr, sw, cpe, [cpe.padi()])
+        [sub] = mgr.subs.values()
+        await mgr._accounting(sub, AcctStatus.INTERIM, SessionCounters(octets_in=700, packets_in=7))
+        mgr.flush()
+        [snap] = store.load()
+        store.close()
+        mgr2, sw2, aaa2, clock2, _ = make(tmp_path)
+        broken = orjson.loads(orjson.dumps(snap))
+        broken["line_info"]["a_field_from_a_later_version"] = 1
+        broken["auth"] = {"nonsense": True}
+        for s in (snap, broken):
+            await mgr2.send_unrestored_stop(s)
+        for stop in aaa2.records:
+            assert stop.status is AcctStatus.STOP and stop.acct_session_id == sub.acct_session_id
+            assert stop.username == "alice" and stop.terminate_cause is TerminateCause.NAS_ERROR
+            assert (stop.counters.octets_in, stop.counters.packets_in) == (700, 7)
+            assert stop.client_mac == sub.transport.calling_station and stop.framed_ip == sub.ipv4
+        assert len(aaa2.records) == 2
+        assert aaa2.records[0].line == sub.line_info and aaa2.records[1].line.port == sub.line_info.port
+        await mgr2.send_unrestored_stop({"sid": 9})              # nothing to close
+        assert len(aaa2.records) == 2
+    asyncio.run(run())
