@@ -91,6 +91,7 @@ class ApiServer:
         self.stop_event = stop
         self.keep_sessions = False
         self._server: asyncio.AbstractServer | None = None
+        self._clients: set[asyncio.StreamWriter] = set()
 
     async def start(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -102,21 +103,37 @@ class ApiServer:
     async def stop(self) -> None:
         if self._server is not None:
             self._server.close()
-            await self._server.wait_closed()
+            # Python 3.12 waits for every connection: an idle monitoring
+            # client must not hold up the shutdown (Accounting-Off follows)
+            for w in list(self._clients):
+                w.close()
+            try:
+                await asyncio.wait_for(self._server.wait_closed(), 2.0)
+            except TimeoutError:
+                log.warning("api: clients still connected at shutdown")
         try:
             self.path.unlink()
         except FileNotFoundError:
             pass
 
     async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._clients.add(writer)
         try:
-            while line := await reader.readline():
+            while True:
+                try:
+                    line = await reader.readline()
+                except ValueError:          # over the reader's limit (64 KiB): no request is that long
+                    writer.write(json.dumps({"error": "request too long"}).encode() + b"\n")
+                    await writer.drain()
+                    break
+                if not line:
+                    break
                 try:
                     req = json.loads(line)
                     if not isinstance(req, dict) or "cmd" not in req:
                         raise ApiError('a request is a JSON object with "cmd"')
                     resp = await self.handle(req)
-                except (ApiError, ValueError, KeyError) as e:
+                except (ApiError, ValueError, KeyError, TypeError) as e:
                     resp = {"error": str(e)}
                 except Exception as e:
                     log.exception("api request %s", line[:200])
@@ -126,19 +143,39 @@ class ApiServer:
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
         finally:
+            self._clients.discard(writer)
             writer.close()
 
     # ------------------------------------------------------------------
     def _select(self, req: dict) -> list["Subscriber"]:
+        """The sessions a request names: "all": true alone, or an id alone,
+        or any of user, ip, mac with a value each. A selector that is
+        present but empty, null or of the wrong type is an error, never
+        "no filter": `{"cmd": "clear", "ip": ""}` from a script whose
+        variable was empty would otherwise clear every session."""
         s = self.ctl.sessions
-        if req.get("all"):
+        given = {k: req[k] for k in ("all", "id", "user", "ip", "mac") if k in req}
+        if "all" in given:
+            if given["all"] is not True or len(given) > 1:
+                raise ApiError('"all" must be true and alone')
             return list(s.subs.values())
-        if "id" in req:
-            return s.find(sid=int(req["id"]))
-        if not any(k in req for k in ("user", "ip", "mac")):
+        if "id" in given:
+            if len(given) > 1 or isinstance(given["id"], bool) or not isinstance(given["id"], (int, str)):
+                raise ApiError('"id" is one session id, alone')
+            try:
+                return s.find(sid=int(given["id"]))
+            except ValueError:
+                raise ApiError(f"not a session id: {given['id']!r}") from None
+        if not given:
             raise ApiError("name the sessions: id, user, ip, mac or all")
-        return s.find(username=req.get("user"),
-                      ipv4=ipaddress.IPv4Address(req["ip"]) if req.get("ip") else None, mac=req.get("mac"))
+        for k, v in given.items():
+            if not isinstance(v, str) or not v:
+                raise ApiError(f'"{k}" must be a non-empty string')
+        try:
+            ipv4 = ipaddress.IPv4Address(given["ip"]) if "ip" in given else None
+        except ValueError:
+            raise ApiError(f"not an IPv4 address: {given['ip']!r}") from None
+        return s.find(username=given.get("user"), ipv4=ipv4, mac=given.get("mac"))
 
     async def handle(self, req: dict) -> dict:
         cmd = req["cmd"]
@@ -153,7 +190,7 @@ class ApiServer:
                     "setup_time_ms": _percentiles(s.setup_times), "next_hops": ctl.next_hop_status()}
         if cmd == "sessions":
             subs = list(s.subs.values())
-            if req.get("user") or req.get("ip") or req.get("mac"):
+            if any(k in req for k in ("user", "ip", "mac")):
                 subs = self._select(req)
             if req.get("state"):
                 subs = [x for x in subs if x.state.value == req["state"]]
@@ -183,6 +220,8 @@ class ApiServer:
             return {"pools": out}
         if cmd == "clear":
             subs = self._select(req)
+            if not subs:
+                raise ApiError("no session matches")
             for sub in subs:
                 s.close(sub, "cleared by operator", TerminateCause.ADMIN_RESET)
             return {"cleared": [x.sid for x in subs]}

@@ -131,6 +131,8 @@ def main(argv: list[str] | None = None) -> int:
                 sel = {k: getattr(args, k) for k in ("user", "ip", "mac") if getattr(args, k)}
                 if args.all:
                     sel["all"] = True
+                if len(args.arg) > 1:
+                    ap.error("clear session takes one ID")
                 if args.arg:
                     sel["id"] = int(args.arg[0])
                 if not sel:

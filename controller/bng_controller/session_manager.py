@@ -955,6 +955,10 @@ class SessionManager:
     # operator and RADIUS-initiated changes
     def find(self, *, sid: int | None = None, acct_session_id: str | None = None, username: str | None = None,
              ipv4: ipaddress.IPv4Address | None = None, mac: str | None = None) -> list[Subscriber]:
+        """The sessions that match every criterion given; none when no
+        criterion is given (never all of them by accident)."""
+        if sid is None and acct_session_id is None and username is None and ipv4 is None and mac is None:
+            return []
         if sid is not None:
             s = self.subs.get(sid)
             return [s] if s else []
@@ -989,8 +993,11 @@ class SessionManager:
 
     async def dynauth(self, req: DynAuthRequest) -> DynAuthError | None:
         """RFC 5176 Disconnect-Request and CoA-Request."""
-        subs = self.find(acct_session_id=req.acct_session_id, username=req.username, ipv4=req.framed_ip,
-                         mac=req.client_mac)
+        if any(v is not None for v in (req.acct_session_id, req.username, req.framed_ip, req.client_mac)):
+            subs = self.find(acct_session_id=req.acct_session_id, username=req.username, ipv4=req.framed_ip,
+                             mac=req.client_mac)
+        else:       # named by the line or the prefix alone (dynauth.py refuses a request naming nothing)
+            subs = list(self.subs.values())
         if req.nas_port_id is not None:
             subs = [s for s in subs if s.line_info.nas_port_id == req.nas_port_id]
         if req.nas_port is not None:
