@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import re
 from typing import TYPE_CHECKING
 
 from prometheus_client import start_http_server
@@ -56,7 +57,7 @@ class BngCollector:
                 q.add_metric([str(qq)], xs[min(len(xs) - 1, int(qq * len(xs)))])
         yield q
         ev = CounterMetricFamily("bng_events", "Protocol events and errors, by kind", labels=["event"])
-        for name, n in s["events"].items():
+        for name, n in _event_labels(s["events"]).items():
             ev.add_metric([name], n)
         yield ev
         pi = CounterMetricFamily("bng_packet_in", "Packets punted to the controller, by reason",
@@ -83,9 +84,35 @@ class BngCollector:
         yield CounterMetricFamily("bng_p4runtime_updates", "Table/meter/counter updates written",
                                   value=w["updates"])
         yield CounterMetricFamily("bng_p4runtime_update_errors", "Updates the switch refused", value=w["errors"])
-        for name, n in s["l2tp"].items():
-            if isinstance(n, (int, float)):
-                yield GaugeMetricFamily(f"bng_l2tp_{name}", f"L2TP {name.replace('_', ' ')}", value=n)
+        if s["l2tp"]:
+            l2 = dict(s["l2tp"])
+            for name in _L2TP_GAUGES:
+                yield GaugeMetricFamily(f"bng_l2tp_{name}", f"L2TP {name.replace('_', ' ')} now",
+                                        value=l2.pop(name, 0))
+            le = CounterMetricFamily("bng_l2tp_events", "L2TP events and errors, by kind", labels=["event"])
+            for name, n in _event_labels({k: v for k, v in l2.items() if isinstance(v, (int, float))}).items():
+                le.add_metric([name], n)
+            yield le
+
+
+_L2TP_GAUGES = ("tunnels", "tunnels_up", "sessions")
+_NUMBER = re.compile(r"\d+")
+MAX_EVENT_LABELS = 400
+
+
+def _event_labels(counts: dict[str, int]) -> dict[str, int]:
+    """Event counts under labels of bounded number: the controller's event
+    names carry numbers (a line id, a peer's AVP), one series each would
+    grow without bound, so numbers become N and the counts add up; past
+    MAX_EVENT_LABELS distinct names the rest count as "other". The API's
+    counters keep the names whole."""
+    out: dict[str, int] = {}
+    for name, n in counts.items():
+        label = _NUMBER.sub("N", name)
+        if label not in out and len(out) >= MAX_EVENT_LABELS:
+            label = "other"
+        out[label] = out.get(label, 0) + n
+    return out
 
 
 def start_metrics(ctl: "BngController", listen: str) -> None:
