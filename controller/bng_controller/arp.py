@@ -52,7 +52,8 @@ class ArpAgent:
     addresses: dict[int, set[IPv4]] = field(default_factory=dict)   # port -> our addresses there
     refresh: float = 60.0             # re-request a resolved neighbor this often
     retry: float = 1.0                # unresolved: request this often
-    stale_after: int = 3              # unanswered refreshes before the MAC is forgotten
+    stale_after: int = 3
+    retry_cap: float = 8.0            # an unresolved neighbor's requests back off to this              # unanswered refreshes before the MAC is forgotten
     on_resolved: Callable[[Neighbor], None] | None = None
     neighbors: dict[IPv4, Neighbor] = field(default_factory=dict)
     stats: ArpStats = field(default_factory=ArpStats)
@@ -90,12 +91,23 @@ class ArpAgent:
             self.stats.ignored += 1
         return None
 
+    def _interval(self, n) -> float:
+        """Time from one request for `n` to the next. Resolved: `refresh`,
+        and `retry` once one went unanswered, so a dead neighbor is
+        forgotten `stale_after` retries after a refresh, not after as many
+        refreshes. Unresolved: `retry` doubling to `retry_cap` while it
+        stays silent, so a neighbor that never answers (a dead gateway, an
+        address an outsider made us look up) costs one request every few
+        seconds, not one a second for ever."""
+        if n.mac is not None:
+            return self.retry if n.requests_unanswered else self.refresh
+        return min(self.retry * 2 ** min(n.requests_unanswered, 16), self.retry_cap)
+
     def tick(self, now: float) -> list[tuple[bytes, int]]:
         """(frame, port) requests due now."""
         out = []
         for n in self.neighbors.values():
-            interval = self.retry if n.mac is None else self.refresh
-            if now - n.last_request < interval:
+            if now - n.last_request < self._interval(n):
                 continue
             if n.mac is not None and n.requests_unanswered >= self.stale_after:
                 n.mac = None                         # gone: the route blackholes until it is back

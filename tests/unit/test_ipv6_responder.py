@@ -636,9 +636,13 @@ def test_nd_agent_resolves_and_re_resolves_the_gateway(env):
     p = scapy_ok(out[14:])
     assert (p.src, p.dst, p.hlim, p[si.ICMPv6ND_NS].tgt) == (str(CORE_ADDR), str(group), 255, str(CORE_GW))
     assert p[si.ICMPv6NDOptSrcLLAddr].lladdr == "02:bb:00:00:00:01"
-    r.tick(now + 0.5)
-    assert ctl.switch.take() == []                           # retry after 1 s
-    r.tick(now + 1.0)
+    r.tick(now + 1.5)
+    assert ctl.switch.take() == []                           # unanswered: the retry backs off, 2 s
+    r.tick(now + 2.0)
+    assert len(ctl.switch.take()) == 1
+    r.tick(now + 5.5)
+    assert ctl.switch.take() == []                           # then 4 s
+    r.tick(now + 6.0)
     assert len(ctl.switch.take()) == 1
     # the gateway answers (as scapy builds an NA)
     na = bytes(si.IPv6(src=str(CORE_GW), dst=str(CORE_ADDR), hlim=255) /
@@ -646,19 +650,21 @@ def test_nd_agent_resolves_and_re_resolves_the_gateway(env):
     r.on_packet_in("LOCAL_IPV6", CORE_PORT, {}, core_frame(na))
     assert changes == [(CORE_GW, GW_MAC, CORE_PORT)]
     assert ctl.switch.take() == []
-    # refresh after 60 s: unicast to the known MAC
-    r.tick(now + 61)
+    # refresh 60 s after the last request: unicast to the known MAC
+    r.tick(now + 66)
     [(out, _)] = ctl.switch.take()
     assert Ether(out).dst == "02:aa:00:00:00:fe" and scapy_ok(out[14:]).dst == str(CORE_GW)
     r.on_packet_in("LOCAL_IPV6", CORE_PORT, {}, core_frame(na))
     assert len(changes) == 1                                 # same MAC: no rewrite
-    # the gateway goes silent: three refreshes go unanswered, then it is forgotten
-    t = now + 61
-    for _ in range(3):
-        t += 60
+    # the gateway goes silent: a refresh and two probes a second apart go
+    # unanswered, then it is forgotten (63 s after the last answer, not 240)
+    t = now + 66 + 60
+    r.tick(t)
+    for _ in range(2):
+        t += 1
         r.tick(t)
     assert len(changes) == 1 and len(ctl.switch.take()) == 3
-    t += 60
+    t += 1
     r.tick(t)
     assert changes[-1] == (CORE_GW, None, CORE_PORT)
     [(out, _)] = ctl.switch.take()[-1:]

@@ -51,6 +51,7 @@ class NdAgent:
     refresh: float = 60.0
     retry: float = 1.0
     stale_after: int = 3
+    retry_cap: float = 8.0            # an unresolved neighbor's requests back off to this
     on_resolved: Callable[[NdNeighbor], None] | None = None
     neighbors: dict[IPv6Address, NdNeighbor] = field(default_factory=dict)
     stats: NdStats = field(default_factory=NdStats)
@@ -125,12 +126,23 @@ class NdAgent:
         return (L2Header(dst=dst_mac, src=self.mac, s_vid=n.vlan).encode(ETH_P_IPV6)
                 + icmpv6_packet(n.our_addr, dst, ns.icmp(), ND_HOP_LIMIT))
 
+    def _interval(self, n) -> float:
+        """Time from one request for `n` to the next. Resolved: `refresh`,
+        and `retry` once one went unanswered, so a dead neighbor is
+        forgotten `stale_after` retries after a refresh, not after as many
+        refreshes. Unresolved: `retry` doubling to `retry_cap` while it
+        stays silent, so a neighbor that never answers (a dead gateway, an
+        address an outsider made us look up) costs one request every few
+        seconds, not one a second for ever."""
+        if n.mac is not None:
+            return self.retry if n.requests_unanswered else self.refresh
+        return min(self.retry * 2 ** min(n.requests_unanswered, 16), self.retry_cap)
+
     def tick(self, now: float) -> list[tuple[bytes, int]]:
         """(frame, port) solicitations due now."""
         out = []
         for n in self.neighbors.values():
-            interval = self.retry if n.mac is None else self.refresh
-            if now - n.last_request < interval:
+            if now - n.last_request < self._interval(n):
                 continue
             if n.mac is not None and n.requests_unanswered >= self.stale_after:
                 n.mac = None
