@@ -49,7 +49,7 @@ def arp_frame(l2: L2Header, op: int, sha: bytes, spa: IPv4, tha: bytes, tpa: IPv
 @dataclass
 class ArpAgent:
     mac: bytes
-    addresses: dict[int, set[IPv4]] = field(default_factory=dict)   # port -> our addresses there
+    addresses: dict[tuple[int, int], set[IPv4]] = field(default_factory=dict)   # (port, vlan) -> ours there
     refresh: float = 60.0             # re-request a resolved neighbor this often
     retry: float = 1.0                # unresolved: request this often
     stale_after: int = 3
@@ -76,15 +76,18 @@ class ArpAgent:
         if htype != 1 or ptype != 0x0800 or hlen != 6 or plen != 4:
             self.stats.malformed += 1
             return None
+        if op not in (ARP_REQUEST, ARP_REPLY) or sha[0] & 1 or sha == b"\0" * 6 or sha == self.mac:
+            self.stats.malformed += 1       # no neighbor has a group, zero or our MAC
+            return None
         spa_a, tpa_a = IPv4(spa), IPv4(tpa)
         n = self.neighbors.get(spa_a)
-        if n is not None and n.port == port:
+        if n is not None and n.port == port and n.vlan == l2.s_vid:
             changed = n.mac != sha
             n.mac, n.last_seen, n.requests_unanswered = sha, now, 0
             self.stats.replies_learned += 1
             if changed and self.on_resolved is not None:
                 self.on_resolved(n)
-        if op == ARP_REQUEST and tpa_a in self.addresses.get(port, ()):
+        if op == ARP_REQUEST and tpa_a in self.addresses.get((port, l2.s_vid), ()):
             self.stats.requests_answered += 1
             return arp_frame(l2.reply_header(self.mac), ARP_REPLY, self.mac, tpa_a, sha, spa_a)
         if op != ARP_REPLY:

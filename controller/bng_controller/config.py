@@ -239,6 +239,12 @@ def from_dict(raw: dict) -> ControllerConfig:
         c.punt_policer = _fill(PuntPolicerConfig(), {k: v for k, v in pp.items() if k != "rates"},
                                "punt_policer")
         c.punt_policer.rates.update(pp.get("rates") or {})
+        for what, rate in {"default_pps": c.punt_policer.default_pps, **c.punt_policer.rates}.items():
+            # a meter's rate must be above 0 (DPDK refuses a profile of 0)
+            if isinstance(rate, bool) or not isinstance(rate, int) or rate < 1:
+                raise ConfigError(f"punt_policer: {what} must be a whole number of packets a second, 1 or more")
+        if c.punt_policer.burst_seconds <= 0:
+            raise ConfigError("punt_policer.burst_seconds: must be above 0")
         if "bng_mac" in raw:
             raw["bng_mac"] = mac_bytes(raw["bng_mac"])
         _fill(c, raw, "config")

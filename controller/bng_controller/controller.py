@@ -121,7 +121,7 @@ class BngController:
     def _setup_core(self) -> None:
         for c in self.cfg.core:
             self.core_addresses[c.port] = c.ipv4.ip
-            self.arp.addresses.setdefault(c.port, set()).add(c.ipv4.ip)
+            self.arp.addresses.setdefault((c.port, c.vlan), set()).add(c.ipv4.ip)
             if c.gateway is not None:
                 self._watch_nexthop(c.gateway)
         for r in self.cfg.routes:

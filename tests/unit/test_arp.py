@@ -44,3 +44,28 @@ def test_a_silent_gateway_is_forgotten_three_seconds_after_a_missed_refresh():
     # an answer to a probe keeps it, and the next request is a minute later
     agent.handle(1, reply(), 63.5)
     assert changes[-1] == GW_MAC and sent_at(agent, [64.0, 100.0, 123.0]) == [123.0]
+
+
+def arp(op: int, sha: bytes, spa: ipaddress.IPv4Address, tpa: ipaddress.IPv4Address, vlan: int = 0) -> bytes:
+    tag = struct.pack("!HH", 0x8100, vlan) if vlan else b""
+    return (b"\xff" * 6 + sha + tag + struct.pack("!H", 0x0806)
+            + ARP_FMT.pack(1, 0x0800, 6, 4, op, sha, spa.packed, b"\0" * 6, tpa.packed))
+
+
+def test_only_a_unicast_neighbor_on_its_own_vlan_is_learned_and_answered():
+    """A MAC was learned from any ARP from the gateway's address on the
+    port (a broadcast, zero or our own sender MAC would have become the
+    next hop's), on any VLAN; and our address was answered on every VLAN of
+    the port."""
+    changes = []
+    agent = ArpAgent(BNG_MAC, addresses={(1, 10): {OURS}}, on_resolved=lambda n: changes.append(n.mac))
+    agent.watch(GW, 1, 10, OURS)
+    for sha in (b"\xff" * 6, b"\x01\x00\x5e\0\0\1", b"\0" * 6, BNG_MAC):
+        assert agent.handle(1, arp(1, sha, GW, OURS, vlan=10), 0.0) is None
+    assert agent.handle(1, arp(3, GW_MAC, GW, OURS, vlan=10), 0.0) is None        # RARP: not ARP's
+    assert changes == [] and agent.stats.malformed == 5
+    assert agent.handle(1, arp(1, GW_MAC, GW, OURS, vlan=20), 0.0) is None        # another VLAN
+    assert changes == []
+    answer = agent.handle(1, arp(1, GW_MAC, GW, OURS, vlan=10), 0.0)
+    assert answer is not None and changes == [GW_MAC]
+    assert answer[12:16] == struct.pack("!HH", 0x8100, 10)                        # on its VLAN

@@ -82,3 +82,12 @@ def test_ipv6_timers_and_lifetimes_are_checked(ipv6, words):
     to build."""
     with pytest.raises(config.ConfigError, match=words):
         config.from_dict({"pools": {"p": {"prefixes": ["10.0.0.0/24"], "gateway": "10.0.0.1"}}, "ipv6": ipv6})
+
+
+@pytest.mark.parametrize("pp", [{"default_pps": 0}, {"rates": {"ARP": 0}}, {"rates": {"ARP": 2.5}},
+                                {"burst_seconds": 0}])
+def test_a_punt_policer_rate_of_zero_is_refused_at_load(pp):
+    """DPDK refuses a meter of rate 0: the write failed at start-up and
+    left the punt meters unset."""
+    with pytest.raises(config.ConfigError, match="punt_policer"):
+        config.from_dict({"pools": {"p": {"prefix": "10.0.0.0/24", "gateway": "10.0.0.1"}}, "punt_policer": pp})

@@ -204,7 +204,7 @@ def test_resetting_the_default_entry_resets_its_meter_config():
     direct resources. The meter kept its config and Read still showed it."""
     svc, dev, fake = service()
     d = te(1, [], 10, [(1, b"\x03")], default=True)
-    d.meter_config.cir, d.meter_config.pir = 100, 200
+    d.meter_config.cir, d.meter_config.pir, d.meter_config.cburst, d.meter_config.pburst = 100, 200, 300, 300
     assert write(svc, upd(p4r.Update.MODIFY, d)) == [("OK", "")]
     fake.meter_calls.clear()
     assert write(svc, upd(p4r.Update.MODIFY, te(1, default=True))) == [("OK", "")]
@@ -282,7 +282,8 @@ def test_a_meter_modify_without_an_index_sets_the_whole_array():
                                       ' spec { unit: BYTES } size: 4 }\n', SPEC + "\nmetarray m_0 size 0x4\n")
     u = p4r.Update(type=p4r.Update.MODIFY)
     u.entity.meter_entry.meter_id = 80
-    u.entity.meter_entry.config.cir, u.entity.meter_entry.config.pir = 100, 200
+    cfg = u.entity.meter_entry.config
+    cfg.cir, cfg.pir, cfg.cburst, cfg.pburst = 100, 200, 300, 300
     assert write(svc, u) == [("OK", "")]
     assert fake.meter_calls == [("set", "m_0", i) for i in range(4)]
     assert sorted(dev.meter_configs) == [(80, i) for i in range(4)]

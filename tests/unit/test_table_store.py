@@ -452,7 +452,7 @@ def test_counter_data_and_meter_config_in_table_writes(direct_env):
     store, _ = direct_env
     e = te(1, [(1, "exact", MAC)], 10, [(1, b"\x05")])
     e.counter_data.packet_count = 9
-    e.meter_config.cir, e.meter_config.pir = 100, 200
+    e.meter_config.cir, e.meter_config.pir, e.meter_config.cburst, e.meter_config.pburst = 100, 200, 300, 300
     ops, undo = libbsw.OpBatch(), []
     ts, stored = store.apply(upd(p4r.Update.INSERT, e), ops, undo)
     assert ts.map.name.endswith("l2_fwd") and stored.meter_config.pir == 200
@@ -589,8 +589,27 @@ def test_refused_default_entry_write_leaves_its_meter_config_alone(direct_env):
     it was (the undo log only runs when a commit fails)."""
     store, _ = direct_env
     bad = te(1, [], 12, default=True)                      # drop is not an action of l2_fwd
-    bad.meter_config.cir, bad.meter_config.pir = 100, 200
+    bad.meter_config.cir, bad.meter_config.pir, bad.meter_config.cburst, bad.meter_config.pburst = 100, 200, 3, 3
     with pytest.raises(P4RuntimeError) as e:
         apply(store, p4r.Update.MODIFY, bad)
     assert e.value.code == grpc.StatusCode.INVALID_ARGUMENT
     assert store.tables[1].default_meter_config is None and store.tables[1].default_proto is None
+
+
+@pytest.mark.parametrize("cir,cburst,pir,pburst,ok", [
+    (1000, 3000, 1000, 3000, True), (1000, 3000, 2000, 3000, True),
+    (0, 3000, 1000, 3000, False), (1000, 0, 1000, 3000, False), (1000, 3000, 1000, 0, False),
+    (2000, 3000, 1000, 3000, False), (0, 0, 0, 0, False), (-1, 3000, 1000, 3000, False),
+])
+def test_meter_configs_dpdk_would_refuse_are_refused_up_front(cir, cburst, pir, pburst, ok):
+    """rte_meter refuses a trTCM profile with a rate or a burst of 0
+    (EINVAL), after a write may have set the meter on some workers already:
+    INVALID_ARGUMENT before anything is written."""
+    from bng_switch.table_store import check_meter_config
+    cfg = p4r.MeterConfig(cir=cir, cburst=cburst, pir=pir, pburst=pburst)
+    if ok:
+        check_meter_config(cfg, "m")
+    else:
+        with pytest.raises(P4RuntimeError) as e:
+            check_meter_config(cfg, "m")
+        assert e.value.code == grpc.StatusCode.INVALID_ARGUMENT

@@ -67,9 +67,14 @@ def reject_meter_counts(msg: p4r.MeterEntry | p4r.DirectMeterEntry | p4r.TableEn
 
 
 def check_meter_config(cfg: p4r.MeterConfig, what: str) -> None:
-    """A two-rate three-colour meter (RFC 2698) needs cir <= pir and bursts >= 0."""
-    if cfg.cir < 0 or cfg.pir < 0 or cfg.cir > cfg.pir or cfg.cburst < 0 or cfg.pburst < 0:
-        raise _invalid(f"{what}: need 0 <= cir <= pir and non-negative bursts")
+    """A two-rate three-colour meter (RFC 2698) needs cir <= pir; DPDK's
+    (rte_meter's trTCM) also needs both rates and both bursts above 0 and
+    refuses the profile otherwise, after the write may already have set the
+    meter on some workers. Checked here, before anything is written. (No
+    config at all is the unlimited meter.)"""
+    if cfg.cir <= 0 or cfg.pir <= 0 or cfg.cir > cfg.pir or cfg.cburst <= 0 or cfg.pburst <= 0:
+        raise _invalid(f"{what}: need 0 < cir <= pir and bursts above 0 "
+                       "(no meter config at all for no limit)")
 
 
 def check_counter_data(data: p4r.CounterData, what: str) -> None:
