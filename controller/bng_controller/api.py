@@ -28,6 +28,9 @@ if TYPE_CHECKING:
     from .subscriber import Subscriber
 
 log = logging.getLogger("bng.api")
+# sessions handled between two yields to the event loop in a request over
+# all of them (setups, keepalives and punts wait meanwhile)
+_YIELD_EVERY = 500
 
 
 class ApiError(Exception):
@@ -96,7 +99,13 @@ class ApiServer:
     async def start(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if self.path.exists():
-            self.path.unlink()
+            try:        # a live controller's socket is not ours to take over
+                _, w = await asyncio.open_unix_connection(str(self.path))
+            except OSError:
+                self.path.unlink()      # left by one that is gone
+            else:
+                w.close()
+                raise RuntimeError(f"another controller answers on {self.path}")
         self._server = await asyncio.start_unix_server(self._client, path=str(self.path))
         os.chmod(self.path, 0o660)
 
@@ -194,7 +203,12 @@ class ApiServer:
                 subs = self._select(req)
             if req.get("state"):
                 subs = [x for x in subs if x.state.value == req["state"]]
-            return {"sessions": [session_summary(x, now) for x in subs]}
+            out = []
+            for i, x in enumerate(subs):
+                out.append(session_summary(x, now))
+                if i % _YIELD_EVERY == _YIELD_EVERY - 1:
+                    await asyncio.sleep(0)      # 40k sessions: let the loop breathe
+            return {"sessions": out}
         if cmd == "session":
             found = s.find(sid=int(req["id"]))
             if not found:
@@ -222,8 +236,10 @@ class ApiServer:
             subs = self._select(req)
             if not subs:
                 raise ApiError("no session matches")
-            for sub in subs:
+            for i, sub in enumerate(subs):
                 s.close(sub, "cleared by operator", TerminateCause.ADMIN_RESET)
+                if i % _YIELD_EVERY == _YIELD_EVERY - 1:
+                    await asyncio.sleep(0)
             return {"cleared": [x.sid for x in subs]}
         if cmd == "shutdown":
             self.keep_sessions = bool(req.get("keep_sessions"))

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import socket
 import sys
 
@@ -165,5 +166,16 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def run() -> int:
+    """main(), quiet when its reader goes away (`bngctl show sessions | head`)."""
+    try:
+        return main()
+    except BrokenPipeError:
+        # stdout is gone: point it at /dev/null so the interpreter's own
+        # flush at exit does not raise again
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run())

@@ -94,3 +94,34 @@ def test_an_oversized_request_gets_an_error_and_an_idle_client_does_not_hold_up_
         assert await reader.read() == b""                                   # closed by the server
         writer.close()
     asyncio.run(run())
+
+
+def test_a_second_controller_does_not_take_over_a_live_socket(tmp_path):
+    async def run():
+        api, sessions = await server(tmp_path)
+        try:
+            second = ApiServer(SimpleNamespace(sessions=sessions), str(api.path), asyncio.Event())
+            with pytest.raises(RuntimeError, match="another controller"):
+                await second.start()
+            [resp] = await ask(api.path, b'{"cmd": "clear", "id": 1}')      # the first still answers
+            assert resp == {"cleared": [1]}
+        finally:
+            await api.stop()
+        (tmp_path / "api.sock").touch()                                     # left by a dead one
+        third = ApiServer(SimpleNamespace(sessions=sessions), str(api.path), asyncio.Event())
+        await third.start()
+        await third.stop()
+    asyncio.run(run())
+
+
+def test_bngctl_is_quiet_when_its_reader_goes_away(tmp_path):
+    import subprocess
+    import sys
+    script = ("import sys; from bng_controller import bngctl\n"
+              "def main(argv=None):\n"
+              "    for i in range(100000): print('session', i)\n"
+              "    return 0\n"
+              "bngctl.main = main\n"
+              "sys.exit(bngctl.run())\n")
+    p = subprocess.run(f"{sys.executable} -c \"{script}\" | head -1", shell=True, capture_output=True, text=True)
+    assert p.stdout == "session 0\n" and "Traceback" not in p.stderr, p.stderr
