@@ -373,6 +373,28 @@ def test_service_counts_and_logs_tunnel_authentication_failure(role, caplog):
     assert "peer failed tunnel authentication (StopCCN result 4 bad challenge response)" in msg, msg
 
 
+@pytest.mark.parametrize("expected,icrqs", [("lns9", 0), ("lns1", 1)])
+def test_lac_sends_no_call_to_an_lns_with_another_host_name(expected, icrqs):
+    """Tunnel-Server-Auth-Id: the LAC checked the LNS's host name only after
+    the tunnel had sent its waiting ICRQs, so the wrong LNS learnt the
+    subscriber's calling number and line ids. The calls now wait for the
+    check; the right LNS gets them."""
+    from bng_controller.aaa.base import TunnelSpec
+    clock = Clock()
+    svc = _service(clock, local_address=LAC_ADDR[0], tunnel={"host_name": "lac"})
+    svc.ctl.nexthop_for = lambda ip: None
+    svc._spawn = lambda coro: coro.close()               # no switch to install the tunnel in
+    lns = L2tpEndpoint(TunnelConfig(host_name="lns1", secret=SECRET), clock, random.Random(3))
+    net = Net(clock, svc.endpoint, lns)
+    net.on_event = lambda ep, ev: svc._event(ev) if ep is svc.endpoint else None
+    t = svc._tunnel_for(TunnelSpec(server_endpoint=LNS_ADDR[0], password=SECRET, server_auth_id=expected))
+    svc.endpoint.open_session(t, call(1))
+    net.run(lambda: net.count(lns, IncomingCall) > 0 or not svc.endpoint.tunnels, limit=30)
+    assert net.count(lns, IncomingCall) == icrqs
+    assert (svc.counters().get("lac: LNS host name mismatch", 0), bool(svc.endpoint.tunnels)) == \
+        ((1, False) if icrqs == 0 else (0, True))
+
+
 def test_service_unknown_lac_is_logged_once(caplog):
     """A tunnel refused by the service's own policy: its counter and
     warning, no second report of the same refusal."""

@@ -363,6 +363,8 @@ class L2tpService:
             log.warning("l2tp tunnel %d to %s refused: %s", t.local_id, t.peer[0], why)
             self.endpoint.close_tunnel(t, ResultCode(STOP_GENERAL_ERROR, 0, why), why)
             return
+        if t.hold_calls:
+            t.send_waiting_calls()
         d.up_since = self.ctl.clock()
         self._count(f"tunnel up ({d.role})")
         log.info("l2tp tunnel %d up with %s (%s), peer tunnel %d", t.local_id, t.peer, t.peer_info.host_name,
@@ -534,6 +536,9 @@ class L2tpService:
             self.tunnel_idx.release(idx)
             raise
         t.data = TunnelData(idx, "lac", key=key, expect_host=spec.server_auth_id)
+        # with an expected LNS name, no call (calling number, line ids) goes
+        # out before _tunnel_up has checked the name
+        t.hold_calls = bool(spec.server_auth_id)
         self.lac_tunnels[key] = t
         self._count("tunnel opened")
         return t

@@ -373,6 +373,9 @@ class Tunnel:
         self.refusal: ResultCode | None = None     # refuse the SCCRQ we are created for
         self.down_reason = ""
         self.was_up = False                        # reached established (TunnelUp sent)
+        # the owner checks the peer on TunnelUp before any call goes out
+        # (the LAC's Tunnel-Server-Auth-Id), then calls send_waiting_calls()
+        self.hold_calls = False
         self.auth_failed = False                   # the peer's Challenge Response was wrong or missing
         self.data: Any = None                      # the owner's
         self._challenge: bytes | None = None
@@ -592,6 +595,11 @@ class Tunnel:
         self.announced = True
         self.was_up = True
         self._event(TunnelUp(self))
+        if not self.hold_calls:
+            self.send_waiting_calls()
+
+    def send_waiting_calls(self) -> None:
+        """The ICRQs of the calls that waited for the tunnel to come up."""
         for s in list(self.sessions.values()):
             if s.state is SessionState.WAIT_TUNNEL:
                 self._send_icrq(s)
