@@ -1109,3 +1109,18 @@ def test_a_speed_update_with_an_unknown_mandatory_avp_clears_the_tunnel():
     (down,) = net.of(net.lns, TunnelDown)
     assert down.result == ResultCode(C.STOP_GENERAL_ERROR, C.ERR_UNKNOWN_MANDATORY_AVP, "avp 4242")
     assert net.of(net.lac, SessionDown)[0].by_peer
+
+
+def test_proxy_authen_name_is_present_for_pap_and_chap_even_when_empty():
+    """RFC 2661 4.4.5: Proxy Authen Name MUST be present with Proxy Authen
+    Type textual, CHAP or PAP; an empty user name left it out."""
+    net = make(TunnelConfig(host_name="lac", secret=SECRET), TunnelConfig(host_name="lns", secret=SECRET,
+                                                                           auto_accept=True))
+    t = net.lac.open_tunnel(LNS_ADDR)
+    assert net.run(up(net), limit=5)
+    net.lac.open_session(t, CallParams(tx_speed=1, proxy_auth=ProxyAuth(C.PROXY_AUTH_PAP, b"", None, 1, b"pw")))
+    assert net.run(up(net, 1), limit=10)
+    iccns = [C.decode_control(p) for src, p in net.tap if src is net.lac]
+    [iccn] = [m for m in iccns if not m.is_zlb and m.msg_type == C.ICCN]
+    name = iccn.find(C.PROXY_AUTHEN_NAME)
+    assert name is not None and name.value == b""

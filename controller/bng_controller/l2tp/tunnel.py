@@ -70,7 +70,7 @@ from .codec import (ASSIGNED_SESSION_ID, ASSIGNED_TUNNEL_ID, BBF_ACCESS_LOOP_ENC
                     FRAMING_TYPE, HELLO, HOST_NAME, ICCN, ICRP, ICRQ, INITIAL_RECEIVED_LCP_CONFREQ,
                     LAST_RECEIVED_LCP_CONFREQ, LAST_SENT_LCP_CONFREQ, MESSAGE_NAMES, OCRP, OCRQ,
                     PHYSICAL_CHANNEL_ID, PPP_DISCONNECT_CAUSE, PRIVATE_GROUP_ID, PROTOCOL_VERSION,
-                    PROXY_AUTHEN_CHALLENGE, PROXY_AUTHEN_ID, PROXY_AUTHEN_NAME, PROXY_AUTHEN_RESPONSE,
+                    PROXY_AUTH_CHAP, PROXY_AUTH_PAP, PROXY_AUTH_TEXT, PROXY_AUTHEN_CHALLENGE, PROXY_AUTHEN_ID, PROXY_AUTHEN_NAME, PROXY_AUTHEN_RESPONSE,
                     PROXY_AUTHEN_TYPE, Q931_CAUSE, RECEIVE_WINDOW_SIZE, RESULT_CODE, RX_CONNECT_SPEED,
                     SCCCN, SCCRP, SCCRQ, SEQUENCING_REQUIRED, SESSION_MESSAGES, SLI, STOP_BAD_VERSION,
                     STOP_CLEAR, STOP_FSM_ERROR, STOP_GENERAL_ERROR, STOP_NOT_AUTHORIZED, STOPCCN,
@@ -300,6 +300,7 @@ _ICCN_FIELDS = {TX_CONNECT_SPEED: "tx_speed", FRAMING_TYPE: "framing_type", RX_C
                 PRIVATE_GROUP_ID: "private_group_id", SEQUENCING_REQUIRED: "sequencing_required"}
 _PROXY_LCP_FIELDS = {INITIAL_RECEIVED_LCP_CONFREQ: "initial_received", LAST_SENT_LCP_CONFREQ: "last_sent",
                      LAST_RECEIVED_LCP_CONFREQ: "last_received"}
+_PROXY_TYPES_WITH_NAME = (PROXY_AUTH_TEXT, PROXY_AUTH_CHAP, PROXY_AUTH_PAP)   # the name MUST be present
 _PROXY_AUTH_FIELDS = {PROXY_AUTHEN_TYPE: "type", PROXY_AUTHEN_NAME: "name",
                       PROXY_AUTHEN_CHALLENGE: "challenge", PROXY_AUTHEN_ID: "ident",
                       PROXY_AUTHEN_RESPONSE: "response"}
@@ -848,8 +849,8 @@ class Tunnel:
         pa = c.proxy_auth
         if pa is not None:
             mb.add(PROXY_AUTHEN_TYPE, pa.type)
-            if pa.name:
-                mb.add(PROXY_AUTHEN_NAME, pa.name)
+            if pa.name or pa.type in _PROXY_TYPES_WITH_NAME:
+                mb.add(PROXY_AUTHEN_NAME, pa.name or b"")     # RFC 2661 4.4.5: present for these
             if pa.challenge is not None:
                 mb.add(PROXY_AUTHEN_CHALLENGE, pa.challenge)
             if pa.ident is not None:
