@@ -45,6 +45,8 @@ from .session_manager import RestoreRefused, SessionManager
 from .session_store import SessionStore
 
 log = logging.getLogger("bng.controller")
+# how long an on-link address looked up for a peer may stay unanswered
+DYNAMIC_NEIGHBOR_TTL = 300.0
 
 # Packet-ins kept while the switch is being set up (a few seconds of
 # keepalives and discovery from tens of thousands of subscribers).
@@ -96,6 +98,8 @@ class BngController:
         self.arp = ArpAgent(cfg.bng_mac, on_resolved=self._neighbor_changed)
         self.nexthop_ids = IndexAllocator(1, self.names.table("nexthop").size - 1, "next hops")
         self.nexthops: dict[ipaddress.IPv4Address, int] = {}
+        # on-link addresses looked up for a peer (not configured), since when
+        self._dynamic_neighbors: dict[ipaddress.IPv4Address, float] = {}
         self.core_addresses: dict[int, ipaddress.IPv4Address] = {}
         self.local_v4: set[ipaddress.IPv4Address] = cfg.own_ipv4()
         self.punts: dict[str, int] = {}
@@ -151,6 +155,8 @@ class BngController:
         route, else the default gateway. None: no route."""
         for c in self.cfg.core:
             if addr in c.ipv4.network:
+                if addr not in self.nexthops:
+                    self._dynamic_neighbors[addr] = self.clock()
                 self._watch_nexthop(addr)
                 return self.nexthops[addr]
         best = None
@@ -163,6 +169,28 @@ class BngController:
             if c.gateway is not None:
                 return self.nexthops[c.gateway]
         return None
+
+    def _forget_silent_neighbors(self, now: float) -> None:
+        """Stop looking up an on-link address that an L2TP peer made us
+        resolve (not a configured gateway) and that has not answered in
+        DYNAMIC_NEIGHBOR_TTL, once no tunnel is with it: anyone can send an
+        SCCRQ from any address of a core subnet, and each would otherwise
+        be asked for, and hold a next-hop id, for ever. One that answered
+        once is a real peer and stays."""
+        for addr, since in list(self._dynamic_neighbors.items()):
+            n = self.arp.neighbors.get(addr)
+            if n is None or n.last_seen:
+                del self._dynamic_neighbors[addr]
+                continue
+            if now - since < DYNAMIC_NEIGHBOR_TTL or (self.l2tp is not None and self.l2tp.has_peer(addr)):
+                continue
+            del self._dynamic_neighbors[addr]
+            del self.arp.neighbors[addr]
+            self.nexthop_ids.release(self.nexthops.pop(addr))
+            if self.l2tp is not None:
+                self.l2tp.forget_peer(addr)
+            self.sessions.counters["core neighbor forgotten: never answered"] += 1
+            log.info("next hop %s never answered ARP: no longer looked up", addr)
 
     def _resolved_neighbor(self, nh: int | None) -> Neighbor | None:
         """The IPv4 neighbor behind next hop id nh, if ARP has its MAC."""
@@ -523,6 +551,7 @@ class BngController:
     async def _arp_loop(self) -> None:
         while True:
             if self.ready.is_set() and self.switch.connected.is_set():
+                self._forget_silent_neighbors(self.clock())
                 for frame, port in self.arp.tick(self.clock()):
                     self.switch.packet_out(frame, port)
                 if self.ipv6 is not None:

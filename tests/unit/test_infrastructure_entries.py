@@ -153,3 +153,36 @@ def test_tunnels_carry_their_next_hops_l2(tmp_path):
     sw = FakeSwitch()
     ctl.switch = sw
     asyncio.run(run())
+
+
+def test_an_on_link_peer_that_never_answers_is_forgotten(tmp_path):
+    """Any SCCRQ from an address of a core subnet made the BNG resolve that
+    address, and it was asked for, and held a next-hop id, for ever: a
+    spoofed /24 meant 254 ARP requests a second. A looked-up address that
+    never answered is forgotten after DYNAMIC_NEIGHBOR_TTL once no tunnel
+    is with it; configured gateways and peers that answered once stay."""
+    from bng_controller import controller as controller_module
+    cfg = config.load(ROOT / "configs" / "controller" / "lac.yaml")
+    cfg.state_dir = str(tmp_path)
+    cfg.aaa["local"]["accounting_file"] = str(tmp_path / "accounting.jsonl")
+    cfg.aaa["local"]["subscribers"] = str(ROOT / cfg.aaa["local"]["subscribers"])
+    now = [1000.0]
+    ctl = BngController(cfg, make_backend(cfg.aaa), clock=lambda: now[0])
+    ctl.l2tp = svc = L2tpService(ctl, cfg.l2tp)
+    gateways = set(ctl.nexthops)
+    spoofed, answered, tunnelled = (ipaddress.IPv4Address(f"100.65.0.{i}") for i in (50, 51, 52))
+    for a in (spoofed, answered, tunnelled):
+        ctl.nexthop_for(a)
+    svc._unrouted.append((b"stopccn", (str(spoofed), 1701), None))
+    ctl.arp.neighbors[answered].last_seen = 1001.0
+    svc.endpoint.tunnels[9] = SimpleNamespace(peer=(str(tunnelled), 1701), data=None)
+    used = ctl.nexthop_ids.in_use
+    now[0] += controller_module.DYNAMIC_NEIGHBOR_TTL - 1
+    ctl._forget_silent_neighbors(now[0])
+    assert spoofed in ctl.arp.neighbors
+    now[0] += 2
+    ctl._forget_silent_neighbors(now[0])
+    assert spoofed not in ctl.arp.neighbors and spoofed not in ctl.nexthops
+    assert ctl.nexthop_ids.in_use == used - 1 and svc._unrouted == []
+    assert {answered, tunnelled} | gateways <= set(ctl.arp.neighbors)
+    assert ctl.sessions.counters["core neighbor forgotten: never answered"] == 1

@@ -250,6 +250,18 @@ class L2tpService:
         frame = l2.encode(pppoe.ETH_P_IPV4) + ipv4_header(src, peer_ip, IPPROTO_UDP, len(udp)) + udp
         self.ctl.switch.packet_out(frame, port)
 
+    def has_peer(self, addr: IPv4) -> bool:
+        """Whether a tunnel (in any state) is with this address."""
+        return any(t.peer[0] == str(addr) for t in self.endpoint.tunnels.values())
+
+    def forget_peer(self, addr: IPv4) -> None:
+        """Its next hop is given up: what waited for it is dropped."""
+        n = len(self._unrouted)
+        self._unrouted = [u for u in self._unrouted if u[1][0] != str(addr)]
+        if len(self._unrouted) < n:
+            self.stats["tx dropped: no next hop"] = self.stats.get("tx dropped: no next hop", 0) + n - len(
+                self._unrouted)
+
     def neighbor_resolved(self) -> None:
         """A next hop got its MAC: send what waited for one."""
         waiting, self._unrouted = self._unrouted, []
