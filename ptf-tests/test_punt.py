@@ -55,7 +55,8 @@ class PuntPppControl(PuntTest):
 
 class PuntArpAndLocal(PuntTest):
     """ARP and ICMP echo for the BNG's addresses, from the core and from a
-    subscriber (gateway ping); ARP for someone else is dropped."""
+    subscriber (gateway ping); ARP for someone else is dropped, a gratuitous
+    ARP is punted."""
 
     def runTest(self):
         self.insert("local_ipv4", {"addr": ip_int(BNG_IP)}, "set_local")
@@ -67,6 +68,10 @@ class PuntArpAndLocal(PuntTest):
         self.expect_drop(CORE1, Ether(src=CORE_ROUTER_MAC, dst="ff:ff:ff:ff:ff:ff")
                          / ARP(op=1, psrc="100.64.0.9", pdst="100.64.0.77"), "NOT_FOR_US")
         self.assert_no_packet_in()
+        # a gratuitous ARP (a router announcing a new MAC) is the controller's too
+        garp = Ether(src=CORE_ROUTER_MAC, dst="ff:ff:ff:ff:ff:ff") / ARP(op=1, psrc="100.64.0.9", pdst="100.64.0.9",
+                                                                        hwsrc=CORE_ROUTER_MAC)
+        self.expect_punt(CORE1, garp, "ARP")
         echo = Ether(src=CORE_ROUTER_MAC, dst=BNG_MAC) / IP(src="100.64.0.9", dst=BNG_IP) / ICMP()
         self.expect_punt(CORE1, echo, "LOCAL_IPV4")
         self.install_line(line_id=5)

@@ -528,7 +528,10 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
 #ifndef BNG_LOCAL_IPV4_FIRST
             local_ipv4.apply();
 #endif
-            if (meta.is_local == 1) {
+            if (meta.is_local == 1 || hdr.arp.spa == hdr.arp.tpa) {
+                /* ours; or a gratuitous ARP (RFC 5227 announcement): the
+                 * controller learns a next hop's new MAC from it (a router
+                 * replaced) instead of at its next refresh */
                 punt_for(PuntReason_t.ARP);
             } else {
                 drop_for(DropReason_t.NOT_FOR_US);

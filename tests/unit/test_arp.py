@@ -69,3 +69,15 @@ def test_only_a_unicast_neighbor_on_its_own_vlan_is_learned_and_answered():
     answer = agent.handle(1, arp(1, GW_MAC, GW, OURS, vlan=10), 0.0)
     assert answer is not None and changes == [GW_MAC]
     assert answer[12:16] == struct.pack("!HH", 0x8100, 10)                        # on its VLAN
+
+
+def test_a_gratuitous_arp_from_the_gateway_teaches_its_new_mac():
+    """The data plane now punts gratuitous ARP (sender = target address):
+    a replaced router's announcement moves the next hop at once."""
+    changes = []
+    agent = ArpAgent(BNG_MAC, on_resolved=lambda n: changes.append(n.mac))
+    agent.watch(GW, 1, 0, OURS)
+    agent.handle(1, reply(), 0.0)
+    new_mac = bytes.fromhex("02aa00000099")
+    assert agent.handle(1, arp(1, new_mac, GW, GW), 5.0) is None                  # nothing to answer
+    assert changes == [GW_MAC, new_mac]

@@ -568,7 +568,7 @@ def test_local_addresses():
     r = Ipv6Responder(FakeCtl())
     # ::1 and fe80::bb:ff:fe00:1 share their solicited-node group: one entry
     assert c.solicited_node(CORE_LL) == c.solicited_node(CORE_ADDR) == A("ff02::1:ff00:1")
-    assert r.local_addresses() == sorted([CORE_ADDR, CORE_LL, A("ff02::1:ff00:1")])
+    assert r.local_addresses() == sorted([CORE_ADDR, CORE_LL, A("ff02::1:ff00:1"), c.ALL_NODES])
 
 
 def test_core_ns_for_our_address_gets_na(env):
@@ -842,3 +842,21 @@ def test_t1_t2_of_an_infinite_lifetime_are_infinite():
     assert (srv.t1, srv.t2) == (0xFFFFFFFF, 0xFFFFFFFF)
     srv = Dhcpv6Server(ServerPolicy(b"\x00\x03\x00\x01" + bytes(6), preferred_lifetime=3600))
     assert (srv.t1, srv.t2) == (1800, 2880)
+
+
+def test_an_unsolicited_na_to_all_nodes_teaches_the_gateways_new_mac(env):
+    """RFC 4861 7.2.6: a router whose MAC changed says so with an
+    unsolicited NA to all-nodes. ff02::1 was not among local_ipv6, so the
+    data plane dropped it and the new MAC waited for the next refresh."""
+    ctl, r, sub = env
+    changes = []
+    r.nd.on_resolved = lambda n: changes.append(n.mac)
+    assert c.ALL_NODES in r.local_addresses()
+    na = bytes(si.IPv6(src=str(CORE_GW), dst=str(CORE_ADDR), hlim=255) /
+               si.ICMPv6ND_NA(tgt=str(CORE_GW), R=1, S=1, O=1) / si.ICMPv6NDOptDstLLAddr(lladdr="02:aa:00:00:00:fe"))
+    r.on_packet_in("LOCAL_IPV6", CORE_PORT, {}, core_frame(na))
+    unsolicited = bytes(si.IPv6(src=str(CORE_GW), dst="ff02::1", hlim=255) /
+                        si.ICMPv6ND_NA(tgt=str(CORE_GW), R=1, S=0, O=1) /
+                        si.ICMPv6NDOptDstLLAddr(lladdr="02:aa:00:00:00:99"))
+    r.on_packet_in("LOCAL_IPV6", CORE_PORT, {}, core_frame(unsolicited, dst_mac=bytes.fromhex("333300000001")))
+    assert changes == [GW_MAC, bytes.fromhex("02aa00000099")]

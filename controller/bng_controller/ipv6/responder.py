@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from ..ppp.codec import PPP_IPV6
 from ..pppoe import codec as pppoe
 from ..subscriber import State
-from .codec import (ALL_DHCP_AGENTS, IPPROTO_ICMPV6, IPPROTO_UDP, Echo, Ignored, NeighborAdvertisement,
+from .codec import (ALL_DHCP_AGENTS, ALL_NODES, IPPROTO_ICMPV6, IPPROTO_UDP, Echo, Ignored, NeighborAdvertisement,
                     NeighborSolicitation, ParseError, RouterSolicitation, Udp, decode_message, eui64_iid,
                     link_local, parse_icmpv6, parse_ipv6, parse_udp, solicited_node, udp_packet)
 from .dhcpv6_codec import CLIENT_PORT, SERVER_PORT, duid_ll, parse_message
@@ -90,10 +90,11 @@ class Ipv6Responder:
     # what the controller asks
     def local_addresses(self) -> list[IPv6Address]:
         """The `local_ipv6` entries: the core link-local and global
-        addresses and their solicited-node groups (NS arrive there).
-        Subscriber-side link-local traffic needs none: the data plane
-        punts it by scope."""
-        out = set(self.unicast)
+        addresses, their solicited-node groups (NS arrive there) and
+        all-nodes (where a router announces a new MAC with an unsolicited
+        NA, RFC 4861 7.2.6). Subscriber-side link-local traffic needs none:
+        the data plane punts it by scope."""
+        out = set(self.unicast) | {ALL_NODES}
         out |= {solicited_node(a) for a in self.unicast}
         return sorted(out)
 
