@@ -116,3 +116,35 @@ def test_a_full_tunnel_table_opens_no_tunnel():
         assert sent == [] and not svc.endpoint.tunnels and not svc.lac_tunnels
         assert closed == [(1, "no LNS available")]
     asyncio.run(run())
+
+
+def test_a_switch_that_fails_the_lac_entries_write_closes_the_subscriber():
+    """The write of a switched call's entries raised (the switch went away)
+    and ended the task with the call up at the LNS and the PPP link
+    detached: the subscriber hung until the 60 s setup timeout."""
+    from p4.v1 import p4runtime_pb2 as p4r
+
+    from bng_controller.l2tp.service import LacCall
+
+    async def run():
+        svc, sent, closed = service()
+
+        async def nothing(t):
+            return None
+
+        async def gone(updates):
+            raise ConnectionError("switch gone")
+        svc._install_tunnel = nothing
+        svc.ctl.tables = SimpleNamespace(lac_session=lambda *a: [p4r.TableEntry(table_id=1)],
+                                         session_counters_zero=lambda i: [], session_meters=lambda *a: [])
+        svc.ctl.switch = SimpleNamespace(write=gone)
+        sub = subscriber(1)
+        sub.sess_idx, sub.installed, sub.rate_up_kbps, sub.rate_down_kbps = 7, {}, None, None
+        sub.link.detach = lambda: None
+        sub.transport.line, sub.transport.session_id = SimpleNamespace(line_id=1), 3
+        sub.transport.client_mac, sub.transport.target = b"\x02" * 6, lambda: None
+        t = SimpleNamespace(data=SimpleNamespace(tunnel_idx=5), peer=(LNS_A, 1701), local_id=9)
+        call = LacCall(sub, session=SimpleNamespace(peer_id=4, local_id=2, data=None))
+        await svc._lac_connected(sub, call, t)
+        assert closed == [(1, "data plane error")] and not call.switched
+    asyncio.run(run())

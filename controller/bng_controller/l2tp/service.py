@@ -642,9 +642,13 @@ class L2tpService:
         updates = (modifies(self.ctl.tables.session_counters_zero(sub.sess_idx)
                             + self.ctl.tables.session_meters(sub.sess_idx, sub.rate_up_kbps, sub.rate_down_kbps))
                    + inserts(entries))
-        errors = await self.ctl.switch.write(updates)
-        if errors:
-            log.error("session %d: LAC entries: %s", sub.sid, errors[0].message)
+        try:
+            errors = await self.ctl.switch.write(updates)
+            failure = errors[0].message if errors else None
+        except Exception as e:          # the switch went away: not a task ending with the call up
+            failure = str(e)
+        if failure is not None:
+            log.error("session %d: LAC entries: %s", sub.sid, failure)
             mgr.close(sub, "data plane error", TerminateCause.NAS_ERROR)
             return
         call.switched = True
