@@ -49,7 +49,8 @@ def arp_frame(l2: L2Header, op: int, sha: bytes, spa: IPv4, tha: bytes, tpa: IPv
 @dataclass
 class ArpAgent:
     mac: bytes
-    addresses: dict[tuple[int, int], set[IPv4]] = field(default_factory=dict)   # (port, vlan) -> ours there
+    # (port, vlan) -> our addresses there
+    addresses: dict[tuple[int, int], set[IPv4]] = field(default_factory=dict)
     refresh: float = 60.0             # re-request a resolved neighbor this often
     retry: float = 1.0                # unresolved: request this often
     stale_after: int = 3

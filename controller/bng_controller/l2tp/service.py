@@ -256,11 +256,10 @@ class L2tpService:
 
     def forget_peer(self, addr: IPv4) -> None:
         """Its next hop is given up: what waited for it is dropped."""
-        n = len(self._unrouted)
-        self._unrouted = [u for u in self._unrouted if u[1][0] != str(addr)]
-        if len(self._unrouted) < n:
-            self.stats["tx dropped: no next hop"] = self.stats.get("tx dropped: no next hop", 0) + n - len(
-                self._unrouted)
+        kept = [u for u in self._unrouted if u[1][0] != str(addr)]
+        dropped, self._unrouted = len(self._unrouted) - len(kept), kept
+        if dropped:
+            self.stats["tx dropped: no next hop"] = self.stats.get("tx dropped: no next hop", 0) + dropped
 
     def neighbor_resolved(self) -> None:
         """A next hop got its MAC: send what waited for one."""
