@@ -13,6 +13,7 @@ import struct
 from dataclasses import dataclass, field
 from typing import Callable
 
+from .neighbor_timing import request_interval
 from .pppoe.codec import BROADCAST, ETH_P_ARP, CodecError, L2Header, parse_l2
 
 IPv4 = ipaddress.IPv4Address
@@ -96,16 +97,8 @@ class ArpAgent:
         return None
 
     def _interval(self, n) -> float:
-        """Time from one request for `n` to the next. Resolved: `refresh`,
-        and `retry` once one went unanswered, so a dead neighbor is
-        forgotten `stale_after` retries after a refresh, not after as many
-        refreshes. Unresolved: `retry` doubling to `retry_cap` while it
-        stays silent, so a neighbor that never answers (a dead gateway, an
-        address an outsider made us look up) costs one request every few
-        seconds, not one a second for ever."""
-        if n.mac is not None:
-            return self.retry if n.requests_unanswered else self.refresh
-        return min(self.retry * 2 ** min(n.requests_unanswered, 16), self.retry_cap)
+        return request_interval(n.mac is not None, n.requests_unanswered, self.refresh, self.retry,
+                                self.retry_cap)
 
     def tick(self, now: float) -> list[tuple[bytes, int]]:
         """(frame, port) requests due now."""

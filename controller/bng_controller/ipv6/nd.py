@@ -17,6 +17,7 @@ import ipaddress
 from dataclasses import dataclass, field
 from typing import Callable
 
+from ..neighbor_timing import request_interval
 from ..pppoe.codec import ETH_P_IPV6, L2Header
 from .codec import (ALL_NODES, ND_HOP_LIMIT, Ipv6Packet, NeighborAdvertisement, NeighborSolicitation,
                     icmpv6_packet, multicast_mac, solicited_node)
@@ -127,16 +128,8 @@ class NdAgent:
                 + icmpv6_packet(n.our_addr, dst, ns.icmp(), ND_HOP_LIMIT))
 
     def _interval(self, n) -> float:
-        """Time from one request for `n` to the next. Resolved: `refresh`,
-        and `retry` once one went unanswered, so a dead neighbor is
-        forgotten `stale_after` retries after a refresh, not after as many
-        refreshes. Unresolved: `retry` doubling to `retry_cap` while it
-        stays silent, so a neighbor that never answers (a dead gateway, an
-        address an outsider made us look up) costs one request every few
-        seconds, not one a second for ever."""
-        if n.mac is not None:
-            return self.retry if n.requests_unanswered else self.refresh
-        return min(self.retry * 2 ** min(n.requests_unanswered, 16), self.retry_cap)
+        return request_interval(n.mac is not None, n.requests_unanswered, self.refresh, self.retry,
+                                self.retry_cap)
 
     def tick(self, now: float) -> list[tuple[bytes, int]]:
         """(frame, port) solicitations due now."""
