@@ -590,6 +590,17 @@ def test_a_coa_that_fails_on_one_of_its_sessions_is_undone_on_the_others(tmp_pat
     asyncio.run(run())
 
 
+async def stored_session(tmp_path: Path, mac_last: int, **make_kw):
+    """One session up on a manager with a session store: (store, mgr, sw,
+    aaa, clock, cpe, sub)."""
+    store = SessionStore(tmp_path / "s.db")
+    mgr, sw, aaa, clock, n = make(tmp_path, store=store, **make_kw)
+    cpe = ScriptedCpe(b"\x02\xcc\0\0\0" + bytes([mac_last]), BNG_MAC)
+    await pump(mgr, sw, cpe, [cpe.padi()])
+    [sub] = mgr.subs.values()
+    return store, mgr, sw, aaa, clock, cpe, sub
+
+
 def test_a_store_write_that_fails_loses_nothing_and_does_not_wedge_later_ones(tmp_path):
     """The database refused a flush (locked by a backup, disk full): the
     rows were taken out before the commit and lost, and the open transaction
@@ -686,11 +697,7 @@ def test_what_a_coa_and_a_closed_ncp_change_is_stored(tmp_path):
     from bng_controller.aaa.base import AuthResult, DynAuthRequest
 
     async def run():
-        store = SessionStore(tmp_path / "s.db")
-        mgr, sw, aaa, clock, n = make(tmp_path, store=store)
-        cpe = ScriptedCpe(b"\x02\xcc\0\0\0\x0d", BNG_MAC)
-        await pump(mgr, sw, cpe, [cpe.padi()])
-        [sub] = mgr.subs.values()
+        store, mgr, sw, aaa, clock, cpe, sub = await stored_session(tmp_path, 0x0d)
         mgr.flush()
         answer = await mgr.dynauth(DynAuthRequest(
             kind="coa", acct_session_id=sub.acct_session_id,
@@ -714,11 +721,7 @@ def test_accounting_totals_survive_a_switch_that_counts_from_zero_again(tmp_path
     traffic already billed. Now they go on from the totals last reported,
     also across a controller restart (the store keeps them)."""
     async def run():
-        store = SessionStore(tmp_path / "s.db")
-        mgr, sw, aaa, clock, n = make(tmp_path, store=store)
-        cpe = ScriptedCpe(b"\x02\xcc\0\0\0\x0e", BNG_MAC)
-        await pump(mgr, sw, cpe, [cpe.padi()])
-        [sub] = mgr.subs.values()
+        store, mgr, sw, aaa, clock, cpe, sub = await stored_session(tmp_path, 0x0e)
         up = mgr.tables.names.counter("session_up").preamble.id
         down = mgr.tables.names.counter("session_down").preamble.id
         sw.counters[(up, sub.sess_idx)] = (10, 5000)
@@ -766,11 +769,7 @@ def test_a_stored_session_that_is_not_restored_gets_its_accounting_stop(tmp_path
     from bng_controller.aaa.base import SessionCounters
 
     async def run():
-        store = SessionStore(tmp_path / "s.db")
-        mgr, sw, aaa, clock, n = make(tmp_path, store=store)
-        cpe = ScriptedCpe(b"\x02\xcc\0\0\0\x0f", BNG_MAC)
-        await pump(mgr, sw, cpe, [cpe.padi()])
-        [sub] = mgr.subs.values()
+        store, mgr, sw, aaa, clock, cpe, sub = await stored_session(tmp_path, 0x0f)
         await mgr._accounting(sub, AcctStatus.INTERIM, SessionCounters(octets_in=700, packets_in=7))
         mgr.flush()
         [snap] = store.load()
