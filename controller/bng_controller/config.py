@@ -97,6 +97,7 @@ class SessionsConfig:
     mss_clamp: str | int = "auto"         # auto: MRU - 40; 0: off; or a value
     setup_timeout: float = 60.0           # PADS to network up
     shutdown: str = "terminate"           # SIGTERM: terminate sessions (LCP + PADT) or keep them
+    policer_burst_ms: int = 100           # a session policer's burst, in time at its rate
 
 
 @dataclass
@@ -243,6 +244,9 @@ def from_dict(raw: dict) -> ControllerConfig:
             # a meter's rate must be above 0 (DPDK refuses a profile of 0)
             if isinstance(rate, bool) or not isinstance(rate, int) or rate < 1:
                 raise ConfigError(f"punt_policer: {what} must be a whole number of packets a second, 1 or more")
+        if isinstance(c.sessions.policer_burst_ms, bool) or not isinstance(c.sessions.policer_burst_ms, int) \
+                or not 1 <= c.sessions.policer_burst_ms <= 10_000:
+            raise ConfigError("sessions.policer_burst_ms: a whole number of milliseconds, 1 to 10000")
         if c.punt_policer.burst_seconds <= 0:
             raise ConfigError("punt_policer.burst_seconds: must be above 0")
         if "bng_mac" in raw:

@@ -80,7 +80,7 @@ class BngController:
         self.cookie = int.from_bytes(hashlib.sha256(self.p4info.SerializeToString(deterministic=True)
                                                     + self.device_config).digest()[:8], "big") >> 1
         self.names = P4InfoNames(self.p4info)
-        self.tables = BngTables(self.names)
+        self.tables = BngTables(self.names, cfg.sessions.policer_burst_ms)
         sw = cfg.switch
         self.switch = AsyncP4RuntimeClient(sw.address, sw.device_id, (0, sw.election_id), self.on_packet_in,
                                            packet_socket=sw.packet_socket)

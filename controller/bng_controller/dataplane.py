@@ -68,8 +68,9 @@ def prefix64(net: ipaddress.IPv6Network) -> list[int]:
 
 
 class BngTables:
-    def __init__(self, names: P4InfoNames):
+    def __init__(self, names: P4InfoNames, policer_burst_ms: int = 100):
         self.names = names
+        self.policer_burst_ms = policer_burst_ms
         self.b = EntryBuilder(names)
         for t in _TABLES:
             names.table(t)
@@ -256,14 +257,16 @@ class BngTables:
             out.append(ce)
         return out
 
-    def session_meters(self, sess_idx: int, up_kbps: int | None, down_kbps: int | None,
-                       burst_ms: int = 100) -> list[p4r.MeterEntry]:
-        """Byte meters (PPP payload) per direction; None: unlimited."""
+    def session_meters(self, sess_idx: int, up_kbps: int | None, down_kbps: int | None) -> list[p4r.MeterEntry]:
+        """Byte meters (PPP payload) per direction; None: unlimited. The
+        burst is `policer_burst_ms` at the rate (config
+        sessions.policer_burst_ms: a long round trip needs more for one
+        TCP flow to reach the rate), and never under two full frames."""
         out = []
         for name, kbps in zip(_SESSION_METERS, (up_kbps, down_kbps)):
             if kbps:
                 rate = kbps * 1000 // 8
-                burst = max(rate * burst_ms // 1000, 3000)
+                burst = max(rate * self.policer_burst_ms // 1000, 3000)
                 out.append(self.b.meter_entry(name, sess_idx, cir=rate, cburst=burst))
             else:
                 out.append(self.b.meter_entry(name, sess_idx))

@@ -91,3 +91,18 @@ def test_a_punt_policer_rate_of_zero_is_refused_at_load(pp):
     left the punt meters unset."""
     with pytest.raises(config.ConfigError, match="punt_policer"):
         config.from_dict({"pools": {"p": {"prefix": "10.0.0.0/24", "gateway": "10.0.0.1"}}, "punt_policer": pp})
+
+
+def test_the_policer_burst_is_configured():
+    """The session policers' burst was fixed at 100 ms of the rate: one TCP
+    flow over a long round trip stayed below the rate it was sold."""
+    from bng_controller.dataplane import BngTables
+    from tests.unit.test_session_manager import names
+    pools = {"pools": {"p": {"prefix": "10.0.0.0/24", "gateway": "10.0.0.1"}}}
+    cfg = config.from_dict({**pools, "sessions": {"policer_burst_ms": 400}})
+    up, down = BngTables(names(), cfg.sessions.policer_burst_ms).session_meters(1, 8000, 16)
+    assert (up.config.cir, up.config.cburst) == (1_000_000, 400_000)
+    assert (down.config.cir, down.config.cburst) == (2000, 3000)          # never under two full frames
+    for bad in (0, 20_000, 1.5, True):
+        with pytest.raises(config.ConfigError, match="policer_burst_ms"):
+            config.from_dict({**pools, "sessions": {"policer_burst_ms": bad}})
