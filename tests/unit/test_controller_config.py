@@ -94,8 +94,9 @@ def test_a_punt_policer_rate_of_zero_is_refused_at_load(pp):
 
 
 def test_the_policer_burst_is_configured():
-    """The session policers' burst was fixed at 100 ms of the rate: one TCP
-    flow over a long round trip stayed below the rate it was sold."""
+    """The session policers' burst was fixed at 100 ms of the rate, which
+    may hold one TCP flow over a long round trip below the rate it was sold
+    (not measured here): it is the operator's to set."""
     from bng_controller.dataplane import BngTables
     from tests.unit.test_session_manager import names
     pools = {"pools": {"p": {"prefix": "10.0.0.0/24", "gateway": "10.0.0.1"}}}
