@@ -203,12 +203,18 @@ class ApiServer:
                 subs = self._select(req)
             if req.get("state"):
                 subs = [x for x in subs if x.state.value == req["state"]]
+            total = len(subs)
+            offset, limit = req.get("offset", 0), req.get("limit")
+            if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0 or (
+                    limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0)):
+                raise ApiError('"offset" and "limit" are whole numbers, 0 or more')
+            subs = subs[offset:] if limit is None else subs[offset:offset + limit]
             out = []
             for i, x in enumerate(subs):
                 out.append(session_summary(x, now))
                 if i % _YIELD_EVERY == _YIELD_EVERY - 1:
                     await asyncio.sleep(0)      # 40k sessions: let the loop breathe
-            return {"sessions": out}
+            return {"sessions": out, "total": total}
         if cmd == "session":
             found = s.find(sid=int(req["id"]))
             if not found:

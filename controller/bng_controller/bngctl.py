@@ -64,7 +64,8 @@ def print_sessions(resp: dict) -> None:
     print(table(rows, [("id", "ID"), ("state", "STATE"), ("user", "USER"), ("ipv4", "IPV4"),
                        ("ipv6_prefix", "IPV6"), ("client_mac", "MAC"), ("port", "PORT"), ("vlan", "VLAN"),
                        ("pppoe_session_id", "SID"), ("uptime", "UPTIME")]))
-    print(f"{len(rows)} session(s)")
+    total = resp.get("total", len(rows))
+    print(f"{len(rows)} session(s)" + (f" of {total}" if total != len(rows) else ""))
 
 
 def print_tree(d, indent: int = 0) -> None:
@@ -90,6 +91,8 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--ip")
         p.add_argument("--mac")
         p.add_argument("--state")
+        p.add_argument("--offset", type=int, help="skip this many sessions (show sessions)")
+        p.add_argument("--limit", type=int, help="show at most this many sessions")
     clear = sub.add_parser("clear")
     clear.add_argument("what", choices=["session", "l2tp"])
     clear.add_argument("arg", nargs="*")
@@ -111,7 +114,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.verb == "show":
             filt = {k: getattr(args, k) for k in ("user", "ip", "mac", "state") if getattr(args, k)}
             if args.what == "sessions":
-                resp = api.call("sessions", **filt)
+                page = {k: getattr(args, k) for k in ("offset", "limit") if getattr(args, k) is not None}
+                resp = api.call("sessions", **filt, **page)
             elif args.what == "session":
                 if not args.arg:
                     ap.error("show session ID")

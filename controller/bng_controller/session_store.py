@@ -20,6 +20,18 @@ from pathlib import Path
 import orjson
 
 
+# The snapshot format's version, kept in `meta`. A store without one is
+# version 1 (written before it was kept). Raise it when a snapshot change
+# cannot be read by the code before it; a newer store is refused whole
+# rather than read as if it were this version's (and its sessions dropped
+# one by one as unreadable).
+FORMAT = 1
+
+
+class StoreTooNew(RuntimeError):
+    """The store was written by a later version of the controller."""
+
+
 class SessionStore:
     def __init__(self, path: Path):
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -29,6 +41,12 @@ class SessionStore:
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.execute("CREATE TABLE IF NOT EXISTS sessions (sid INTEGER PRIMARY KEY, data TEXT NOT NULL)")
         self.db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        found = int(self.get_meta("format") or 1)
+        if found > FORMAT:
+            self.db.close()
+            raise StoreTooNew(f"{path}: sessions stored in format {found}, this controller reads up to "
+                              f"{FORMAT}; run the newer controller, or move the file away to start afresh")
+        self.set_meta("format", str(FORMAT))
         self._dirty: dict[int, dict | None] = {}
 
     def put(self, sid: int, snapshot: dict) -> None:

@@ -125,3 +125,23 @@ def test_bngctl_is_quiet_when_its_reader_goes_away(tmp_path):
               "sys.exit(bngctl.run())\n")
     p = subprocess.run(f"{sys.executable} -c \"{script}\" | head -1", shell=True, capture_output=True, text=True)
     assert p.stdout == "session 0\n" and "Traceback" not in p.stderr, p.stderr
+
+
+def test_sessions_come_in_pages(tmp_path, monkeypatch):
+    """At 40k sessions the whole list was one 14 MB answer: offset and
+    limit page it, and the total says how many there are."""
+    import bng_controller.api as api_module
+    monkeypatch.setattr(api_module, "session_summary", lambda x, now: {"id": x.sid})   # stand-ins: no PPP
+
+    async def run():
+        api, sessions = await server(tmp_path)
+        try:
+            page, rest, bad = await ask(api.path, b'{"cmd": "sessions", "offset": 1, "limit": 2}',
+                                        b'{"cmd": "sessions", "offset": 4}',
+                                        b'{"cmd": "sessions", "limit": -1}')
+            assert page == {"sessions": [{"id": 2}, {"id": 3}], "total": 5}
+            assert rest == {"sessions": [{"id": 5}], "total": 5}
+            assert "error" in bad
+        finally:
+            await api.stop()
+    asyncio.run(run())

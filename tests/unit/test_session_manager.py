@@ -790,3 +790,16 @@ def test_a_stored_session_that_is_not_restored_gets_its_accounting_stop(tmp_path
         await mgr2.send_unrestored_stop({"sid": 9})              # nothing to close
         assert len(aaa2.records) == 2
     asyncio.run(run())
+
+
+def test_a_store_from_a_later_version_is_refused_whole(tmp_path):
+    """The store had no format version: a controller rolled back after an
+    upgrade read newer snapshots as its own and dropped every session it
+    could not parse, one by one."""
+    from bng_controller.session_store import FORMAT, StoreTooNew
+    store = SessionStore(tmp_path / "s.db")
+    assert store.get_meta("format") == str(FORMAT)
+    store.set_meta("format", str(FORMAT + 1))
+    store.close()
+    with pytest.raises(StoreTooNew, match="move the file away"):
+        SessionStore(tmp_path / "s.db")
