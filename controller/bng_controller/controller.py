@@ -559,6 +559,7 @@ class BngController:
             await asyncio.sleep(0.5)
 
     async def _flush_loop(self) -> None:
+        self.sessions.flushes_itself = True
         while True:
             await asyncio.sleep(0.2)
             try:

@@ -49,6 +49,8 @@ CONF_ACK_CODE = bytes([CONF_ACK])
 NCP_ENTRIES = {PPP_IPCP: "ipv4", PPP_IPV6CP: "ipv6"}   # an NCP -> its key in Subscriber.installed
 
 log = logging.getLogger("bng.sessions")
+# longest an Accounting-Start waits for its session to be stored (seconds)
+STORE_WAIT = 5.0
 
 SETUP_SAMPLES = 4096
 
@@ -99,6 +101,10 @@ class SessionManager:
         self.pools = pools
         self.store = store
         self._store_failing = False        # the last flush failed: log the next success
+        # set by the controller, whose loop calls flush() every 0.2 s: then an
+        # Accounting-Start waits for its session's row to be on disk
+        self.flushes_itself = False
+        self._flush_waiters: list[asyncio.Future] = []
         self.clock = clock
         self.rng = rng or random.Random()
         self.bng_mac = cfg.bng_mac
@@ -181,6 +187,25 @@ class SessionManager:
         if self._store_failing:
             log.warning("session store %s: written again", self.store.path)
             self._store_failing = False
+        waiters, self._flush_waiters = self._flush_waiters, []
+        for w in waiters:
+            if not w.done():
+                w.set_result(None)
+
+    async def _stored(self) -> None:
+        """Return once what is marked for the store is on disk (the next
+        flush), at most STORE_WAIT later. An Accounting-Start waits for
+        it: a session that a crash before the flush would make a restart
+        forget must not be open at the AAA server, which no Stop would ever
+        close. Without a flush loop (tests, tools) it returns at once."""
+        if self.store is None or not self.flushes_itself or not self.store.pending:
+            return
+        waiter = asyncio.get_running_loop().create_future()
+        self._flush_waiters.append(waiter)
+        try:
+            await asyncio.wait_for(waiter, STORE_WAIT)
+        except TimeoutError:
+            self._count("accounting start sent before its session was stored")
 
     @property
     def sessions_by_state(self) -> dict[str, int]:
@@ -675,6 +700,7 @@ class SessionManager:
         if protocol == PPP_IPV6CP and self.ipv6 is not None:
             self.ipv6.network_up(sub)
         if start is not None:               # in this task: one task less per session set up
+            await self._stored()
             await self._send_accounting(sub.sid, start)
 
     async def _install_ncp(self, sub: Subscriber, protocol: int, held: list[tuple[int, bytes]]) -> bool:

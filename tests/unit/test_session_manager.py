@@ -803,3 +803,25 @@ def test_a_store_from_a_later_version_is_refused_whole(tmp_path):
     store.close()
     with pytest.raises(StoreTooNew, match="move the file away"):
         SessionStore(tmp_path / "s.db")
+
+
+def test_an_accounting_start_waits_for_its_session_to_be_stored(tmp_path):
+    """A crash between a session's Accounting-Start and the store's next
+    flush left the session open at the AAA server for ever: the restarted
+    controller knew nothing of it, so no Stop could follow. The Start now
+    goes out once the session's row is on disk."""
+    async def run():
+        store = SessionStore(tmp_path / "s.db")
+        mgr, sw, aaa, clock, n = make(tmp_path, store=store)
+        mgr.flushes_itself = True                    # as the controller's flush loop sets it
+        cpe = ScriptedCpe(b"\x02\xcc\0\0\0\x10", BNG_MAC)
+        await pump(mgr, sw, cpe, [cpe.padi()])
+        [sub] = mgr.subs.values()
+        assert sub.state == State.UP and [r.status for r in aaa.records] == []
+        assert store.count() == 0
+        mgr.flush()
+        for _ in range(5):
+            await asyncio.sleep(0)
+        assert store.count() == 1 and [r.status for r in aaa.records] == [AcctStatus.START]
+        store.close()
+    asyncio.run(run())
