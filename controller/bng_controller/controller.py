@@ -345,16 +345,15 @@ class BngController:
                 try:
                     if self.sessions.restore(snap) is not None:
                         n += 1
+                    continue
                 except RestoreRefused as e:
                     self.sessions.counters["restore refused"] += 1
                     log.error("stored session %s not restored, dropped: %s", snap.get("sid"), e)
-                    self.store.delete(snap.get("sid", 0))
-                    await self.sessions.send_unrestored_stop(snap)
                 except Exception:
                     self.sessions.counters["restore failed"] += 1
                     log.exception("restoring session %s failed; it is dropped", snap.get("sid"))
-                    self.store.delete(snap.get("sid", 0))
-                    await self.sessions.send_unrestored_stop(snap)
+                self.store.delete(snap.get("sid", 0))
+                await self.sessions.send_unrestored_stop(snap)
             if n:
                 log.info("restored %d sessions from %s", n, self.store.path)
             if self.ipv6 is not None:

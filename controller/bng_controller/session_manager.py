@@ -830,10 +830,7 @@ class SessionManager:
                 for e in errors:
                     log.error("session %d: removing entries: %s", sub.sid, e.message)
                 if was_up:
-                    got = self.tables.session_counters(
-                        await self.switch.read(*self.tables.session_counter_reads(sub.sess_idx)))
-                    if sub.sess_idx in got:
-                        final = self._with_base(sub, got[sub.sess_idx])
+                    final = (await self.read_counters([sub])).get(sub.sess_idx, final)
             except Exception as e:
                 self._count("data plane remove failed")
                 log.error("session %d: removing entries failed: %s", sub.sid, e)

@@ -529,6 +529,14 @@ class L2tpService:
         self.endpoint.close_session(s, result, reason=reason)
         self._pump()
 
+    def _drop_call(self, call: LacCall, result: int, reason: str) -> None:
+        """Clear a LAC call that is still its session's (CDN, or dropped
+        while the tunnel is not up); its session's events no longer reach it."""
+        s = call.session
+        if s is not None and s.data is call:
+            s.data = None
+            self._close_session(s, ResultCode(result), reason)
+
     # ---- LAC ----
     def _tunnel_for(self, spec: TunnelSpec) -> Tunnel:
         key = (spec.server_endpoint, spec.assignment_id, spec.password, spec.client_auth_id, spec.server_auth_id)
@@ -602,19 +610,12 @@ class L2tpService:
             except TimeoutError:
                 outcome = f"no answer in {self.cfg.lac_call_timeout:g} s"
                 self._lns_dead_until[spec.server_endpoint] = self.ctl.clock() + self.cfg.lac_dead_time
-                if s.data is call:
-                    s.data = None
-                    self.endpoint.close_session(s, ResultCode(CDN_NO_FACILITIES_TEMPORARY),
-                                                reason="no answer in time")
-                    self._pump()
+                self._drop_call(call, CDN_NO_FACILITIES_TEMPORARY, "no answer in time")
             finally:
                 if self._pending_calls.get(sub.sid) is call:
                     del self._pending_calls[sub.sid]
             if not sub.live:                              # the subscriber left meanwhile
-                if s.data is call:
-                    s.data = None
-                    self.endpoint.close_session(s, ResultCode(CDN_ADMIN), reason="subscriber gone")
-                    self._pump()
+                self._drop_call(call, CDN_ADMIN, "subscriber gone")
                 return
             if outcome is None:
                 await self._lac_connected(sub, call, t)
@@ -675,12 +676,9 @@ class L2tpService:
         pending = self._pending_calls.pop(sub.sid, None)
         if pending is not None and pending.done is not None and not pending.done.done():
             pending.done.set_result("subscriber left")      # lac_switch closes the call
-        call = sub.lac
-        if isinstance(call, LacCall) and call.session is not None and call.session.data is call:
-            call.session.data = None
-            self.endpoint.close_session(call.session, ResultCode(CDN_LOST_CARRIER if sub.cause in (
-                TerminateCause.USER_REQUEST, TerminateCause.LOST_CARRIER) else CDN_ADMIN), reason="subscriber left")
-            self._pump()
+        if isinstance(sub.lac, LacCall):
+            lost = sub.cause in (TerminateCause.USER_REQUEST, TerminateCause.LOST_CARRIER)
+            self._drop_call(sub.lac, CDN_LOST_CARRIER if lost else CDN_ADMIN, "subscriber left")
 
     # ---- operator ----
     async def api(self, cmd: str, req: dict) -> dict:
