@@ -357,10 +357,7 @@ def test_duplicate_configure_request_in_opened_is_reacked_not_renegotiated(tmp_p
     arriving after LCP opened is acked again; LCP stays Opened, and the
     session is not re-authenticated."""
     async def run():
-        mgr, sw, aaa, clock, n = make(tmp_path)
-        cpe = ScriptedCpe(b"\x02\xcc\0\0\0\x0b", BNG_MAC)
-        await pump(mgr, sw, cpe, [cpe.padi()])
-        [sub] = mgr.subs.values()
+        _, mgr, sw, aaa, clock, cpe, sub = await one_session(tmp_path, 0x0b)
         first_lcp = cpe.lcp_request()                             # a request with a fresh id...
         await pump(mgr, sw, cpe, [first_lcp])                     # ...renegotiates (RFC 1661)
         assert mgr.counters["auth accepted"] == 2
@@ -474,16 +471,26 @@ def test_ipcp_ack_waits_for_the_entries_when_the_peer_acks_last(tmp_path):
     asyncio.run(run())
 
 
+async def one_session(tmp_path: Path, mac_last: int, store: bool = False, cpe_kw: dict | None = None,
+                      **make_kw):
+    """One session up (CPE MAC 02:cc:00:00:00:<mac_last>), on a manager
+    with a session store if `store`: (store or None, mgr, sw, aaa, clock,
+    cpe, sub)."""
+    st = SessionStore(tmp_path / "s.db") if store else None
+    mgr, sw, aaa, clock, n = make(tmp_path, store=st, **make_kw)
+    cpe = ScriptedCpe(b"\x02\xcc\0\0\0" + bytes([mac_last]), BNG_MAC, **(cpe_kw or {}))
+    await pump(mgr, sw, cpe, [cpe.padi()])
+    [sub] = mgr.subs.values()
+    return st, mgr, sw, aaa, clock, cpe, sub
+
+
 def test_a_coa_applies_its_interim_interval(tmp_path):
     """A CoA's Acct-Interim-Interval was accepted and ACKed but never
     applied: the session kept its old interval."""
     from bng_controller.aaa.base import AuthResult, DynAuthRequest
 
     async def run():
-        mgr, sw, aaa, clock, n = make(tmp_path)
-        cpe = ScriptedCpe(b"\x02\xcc\0\0\0\x09", BNG_MAC)
-        await pump(mgr, sw, cpe, [cpe.padi()])
-        [sub] = mgr.subs.values()
+        _, mgr, sw, aaa, clock, cpe, sub = await one_session(tmp_path, 0x09)
         assert sub.next_interim == pytest.approx(clock.t + 60)
         clock.t += 10
         answer = await mgr.dynauth(DynAuthRequest(kind="coa", acct_session_id=sub.acct_session_id,
@@ -508,10 +515,7 @@ def test_a_disconnect_matches_nas_port_too(tmp_path):
     from bng_controller.aaa.base import DynAuthError, DynAuthRequest
 
     async def run():
-        mgr, sw, aaa, clock, n = make(tmp_path)
-        cpe = ScriptedCpe(b"\x02\xcc\0\0\0\x0a", BNG_MAC)
-        await pump(mgr, sw, cpe, [cpe.padi()])
-        [sub] = mgr.subs.values()
+        _, mgr, sw, aaa, clock, cpe, sub = await one_session(tmp_path, 0x0a)
         other = sub.line_info.line_id + 1
         assert await mgr.dynauth(DynAuthRequest(kind="disconnect", username="alice", nas_port=other)) \
             == DynAuthError.SESSION_CONTEXT_NOT_FOUND
@@ -526,10 +530,7 @@ def test_a_stop_whose_counters_cannot_be_read_carries_the_last_reported_totals(t
     from bng_controller.aaa.base import SessionCounters
 
     async def run():
-        mgr, sw, aaa, clock, n = make(tmp_path)
-        cpe = ScriptedCpe(b"\x02\xcc\0\0\0\x0b", BNG_MAC)
-        await pump(mgr, sw, cpe, [cpe.padi()])
-        [sub] = mgr.subs.values()
+        _, mgr, sw, aaa, clock, cpe, sub = await one_session(tmp_path, 0x0b)
         await mgr._accounting(sub, AcctStatus.INTERIM, SessionCounters(octets_in=5000, packets_in=10))
 
         async def broken_read(*entities):
@@ -549,10 +550,8 @@ def test_an_interim_interval_below_the_floor_is_raised(tmp_path, given, floor, u
     1 made every session send an Interim at every accounting tick; a lab
     may lower the floor (accounting.min_interim_interval)."""
     async def run():
-        mgr, sw, aaa, clock, n = make(tmp_path, interim=given, accounting={"min_interim_interval": floor})
-        cpe = ScriptedCpe(b"\x02\xcc\0\0\0\x0c", BNG_MAC)
-        await pump(mgr, sw, cpe, [cpe.padi()])
-        [sub] = mgr.subs.values()
+        _, mgr, sw, aaa, clock, cpe, sub = await one_session(
+            tmp_path, 0x0c, interim=given, accounting={"min_interim_interval": floor})
         assert sub.next_interim == pytest.approx(clock.t + used)
     asyncio.run(run())
 
@@ -590,17 +589,6 @@ def test_a_coa_that_fails_on_one_of_its_sessions_is_undone_on_the_others(tmp_pat
     asyncio.run(run())
 
 
-async def stored_session(tmp_path: Path, mac_last: int, **make_kw):
-    """One session up on a manager with a session store: (store, mgr, sw,
-    aaa, clock, cpe, sub)."""
-    store = SessionStore(tmp_path / "s.db")
-    mgr, sw, aaa, clock, n = make(tmp_path, store=store, **make_kw)
-    cpe = ScriptedCpe(b"\x02\xcc\0\0\0" + bytes([mac_last]), BNG_MAC)
-    await pump(mgr, sw, cpe, [cpe.padi()])
-    [sub] = mgr.subs.values()
-    return store, mgr, sw, aaa, clock, cpe, sub
-
-
 def test_a_store_write_that_fails_loses_nothing_and_does_not_wedge_later_ones(tmp_path):
     """The database refused a flush (locked by a backup, disk full): the
     rows were taken out before the commit and lost, and the open transaction
@@ -633,10 +621,7 @@ def test_the_manager_counts_a_failed_store_write_and_carries_on(tmp_path):
     import sqlite3
 
     async def run():
-        store = SessionStore(tmp_path / "s.db")
-        mgr, sw, aaa, clock, n = make(tmp_path, store=store)
-        cpe = ScriptedCpe(b"\x02\xcc\0\0\0\x0b", BNG_MAC)
-        await pump(mgr, sw, cpe, [cpe.padi()])
+        store, mgr, sw, aaa, clock, cpe, sub = await one_session(tmp_path, 0x0b, store=True)
         locker = sqlite3.connect(str(tmp_path / "s.db"), isolation_level=None, timeout=0)
         locker.execute("BEGIN IMMEDIATE")
         store.db.execute("PRAGMA busy_timeout = 0")
@@ -659,10 +644,8 @@ def test_restore_refuses_a_colliding_or_unreadable_session_and_leaves_nothing_be
     from bng_controller.session_manager import RestoreRefused
 
     async def run():
-        store = SessionStore(tmp_path / "s.db")
-        mgr, sw, aaa, clock, n = make(tmp_path, store=store)
-        cpe = ScriptedCpe(b"\x02\xcc\0\0\0\x0c", BNG_MAC, s_vid=7, c_vid=9)
-        await pump(mgr, sw, cpe, [cpe.padi()])
+        store, mgr, sw, aaa, clock, cpe, sub = await one_session(tmp_path, 0x0c, store=True,
+                                                                  cpe_kw={"s_vid": 7, "c_vid": 9})
         mgr.flush()
         [snap] = store.load()
         store.close()
@@ -697,7 +680,7 @@ def test_what_a_coa_and_a_closed_ncp_change_is_stored(tmp_path):
     from bng_controller.aaa.base import AuthResult, DynAuthRequest
 
     async def run():
-        store, mgr, sw, aaa, clock, cpe, sub = await stored_session(tmp_path, 0x0d)
+        store, mgr, sw, aaa, clock, cpe, sub = await one_session(tmp_path, 0x0d, store=True)
         mgr.flush()
         answer = await mgr.dynauth(DynAuthRequest(
             kind="coa", acct_session_id=sub.acct_session_id,
@@ -721,7 +704,7 @@ def test_accounting_totals_survive_a_switch_that_counts_from_zero_again(tmp_path
     traffic already billed. Now they go on from the totals last reported,
     also across a controller restart (the store keeps them)."""
     async def run():
-        store, mgr, sw, aaa, clock, cpe, sub = await stored_session(tmp_path, 0x0e)
+        store, mgr, sw, aaa, clock, cpe, sub = await one_session(tmp_path, 0x0e, store=True)
         up = mgr.tables.names.counter("session_up").preamble.id
         down = mgr.tables.names.counter("session_down").preamble.id
         sw.counters[(up, sub.sess_idx)] = (10, 5000)
@@ -769,7 +752,7 @@ def test_a_stored_session_that_is_not_restored_gets_its_accounting_stop(tmp_path
     from bng_controller.aaa.base import SessionCounters
 
     async def run():
-        store, mgr, sw, aaa, clock, cpe, sub = await stored_session(tmp_path, 0x0f)
+        store, mgr, sw, aaa, clock, cpe, sub = await one_session(tmp_path, 0x0f, store=True)
         await mgr._accounting(sub, AcctStatus.INTERIM, SessionCounters(octets_in=700, packets_in=7))
         mgr.flush()
         [snap] = store.load()
