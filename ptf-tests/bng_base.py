@@ -207,8 +207,11 @@ class BngTest(BaseTest):
 
     # ---- the topology's standing entries ----
     def install_ports(self) -> None:
+        """As the controller does: every port takes packet_out, only the core
+        ports route IP (my_station)."""
         for port in (ACCESS1, ACCESS2, CORE1, CORE2):
             self.insert("packet_out_port", {"egress_port": port}, "send", port=port)
+        for port in (CORE1, CORE2):
             self.insert("my_station", {"port": port, "dst_mac": mac_int(BNG_MAC)}, "set_my_station")
 
     def install_core_route(self, prefix="0.0.0.0", plen=0, nexthop_id=1, port=CORE1,

@@ -2,12 +2,13 @@
 directions, byte-exact (outer IPv4 length and checksum, UDP length, UDP
 checksum 0), plus the negatives for each table."""
 from scapy.layers.inet import IP, UDP
+from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
-from bng_base import (ACCESS1, BNG_IP, BNG_MAC, CLIENT_IP, CLIENT_MAC, CORE1, CORE2,
+from bng_base import (ACCESS1, BNG_IP, BNG_MAC, CLIENT_IP, CLIENT_MAC, CLIENT_V6_PREFIX, CORE1, CORE2,
                       CORE_ROUTER_MAC, INTERNET_IP, PEER_IP, PEER_MAC, SESS_IDX, SESSION_ID,
-                      BngTest, access_frame, ip_int, l2tp_data, mac_int, routed_ipv4)
+                      BngTest, access_frame, ip_int, l2tp_data, mac_int, routed_ipv4, routed_ipv6)
 
 PEER_TUNNEL, PEER_SESSION = 0x1111, 0x2222     # ids the peer chose
 LOCAL_TUNNEL, LOCAL_SESSION = 0x0aaa, 0x0bbb   # ids we chose
@@ -175,3 +176,40 @@ class TunnelCarriesNextHop(LacTest):
         self.client.modify(self.client.table_entry("l2tp_tunnel", {"tunnel_idx": 3}, "set_tunnel",
                                                    {**outer, "nexthop_id": 2}))
         self.expect_drop(ACCESS1, frame, "NO_ROUTE")
+
+
+class LnsIpv6(LnsTest):
+    """IPv6 of an LNS session both ways: upstream L2TP data (found by
+    l2tp_session, lns_term) is stripped, checked against the session's /64
+    (ipv6_antispoof) and routed; downstream core IPv6 to the session's /64
+    (ipv6_session, to_l2tp) leaves as IPv4/UDP/L2TP/PPP toward the LAC,
+    lengths and checksum exact. A source outside the /64 is SPOOFED; core
+    IPv6 that no session holds misses ipv6_session and is routed."""
+
+    def runTest(self):
+        self.install_lns_session()
+        self.insert("ipv6_antispoof", {"sess_idx": SESS_IDX, "src_prefix": CLIENT_V6_PREFIX}, "permit")
+        self.insert("ipv6_session", {"dst_prefix": CLIENT_V6_PREFIX}, "to_l2tp",
+                    sess_idx=SESS_IDX, tunnel_idx=4, peer_session_id=PEER_SESSION, mss_clamp=0)
+        self.insert("fib_v6", {"dst_prefix": (0, 0)}, "set_nexthop", nexthop_id=1)
+        client, server = "2001:db8:1::10", "2001:db8:ffff::1"
+
+        up = IPv6(src=client, dst=server, hlim=20) / UDP(sport=7, dport=8) / Raw(b"u" * 25)
+        before = self.counter("session_up", SESS_IDX)
+        self.send(CORE2, self.l2tp_over_ip(l2tp_data(LOCAL_TUNNEL, LOCAL_SESSION) + b"\x00\x57" + bytes(up)))
+        self.expect(Ether(src=BNG_MAC, dst=CORE_ROUTER_MAC, type=0x86dd) / routed_ipv6(up), CORE1)
+        self.assert_counter_delta(before, "session_up", SESS_IDX, 1, len(up))
+
+        down = IPv6(src=server, dst=client, hlim=30) / UDP(sport=8, dport=7) / Raw(b"d" * 19)
+        before = self.counter("session_down", SESS_IDX)
+        self.send(CORE1, Ether(src=CORE_ROUTER_MAC, dst=BNG_MAC) / down)
+        self.expect(tunnel_frame(l2tp_data(PEER_TUNNEL, PEER_SESSION) + b"\x00\x57" + bytes(routed_ipv6(down))),
+                    CORE2)
+        self.assert_counter_delta(before, "session_down", SESS_IDX, 1, len(down))
+
+        spoofed = IPv6(src="2001:db8:2::10", dst=server) / UDP()
+        self.expect_drop(CORE2, self.l2tp_over_ip(l2tp_data(LOCAL_TUNNEL, LOCAL_SESSION) + b"\x00\x57"
+                                                  + bytes(spoofed)), "SPOOFED")
+        transit = IPv6(src=server, dst="2001:db8:77::1", hlim=30) / UDP(sport=8, dport=7) / Raw(b"t" * 19)
+        self.send(CORE1, Ether(src=CORE_ROUTER_MAC, dst=BNG_MAC) / transit)
+        self.expect(Ether(src=BNG_MAC, dst=CORE_ROUTER_MAC, type=0x86dd) / routed_ipv6(transit), CORE1)

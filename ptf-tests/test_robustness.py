@@ -7,7 +7,7 @@ from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
 from bng_base import (ACCESS1, BNG_MAC, CLIENT_IP, CLIENT_MAC, CORE1, CORE_ROUTER_MAC,
-                      INTERNET_IP, SESS_IDX, SESSION_ID, BngTest, access_frame)
+                      INTERNET_IP, SESS_IDX, SESSION_ID, BngTest, access_frame, l2tp_data, routed_ipv4)
 
 
 def pppoe_session_raw(session_id: int, length: int, ppp: bytes, ver_type=0x11, code=0) -> bytes:
@@ -27,6 +27,8 @@ class MalformedPppoe(MalformedTest):
     def runTest(self):
         ip = bytes(IP(src=CLIENT_IP, dst=INTERNET_IP) / UDP(sport=1, dport=2) / Raw(b"p" * 10))
         good = pppoe_session_raw(SESSION_ID, len(ip) + 2, b"\x00\x21" + ip)
+        short = bytes(IP(src=CLIENT_IP, dst=INTERNET_IP, len=10, proto=17))
+        assert len(short) == 20 and IP(short).len == 10
         eth = Ether(src=CLIENT_MAC, dst=BNG_MAC, type=0x8864)
         # sanity: the well-formed one is forwarded
         self.send(ACCESS1, eth / Raw(good))
@@ -39,6 +41,9 @@ class MalformedPppoe(MalformedTest):
             "version/type 0x21": eth / Raw(pppoe_session_raw(SESSION_ID, len(ip) + 2, b"\x00\x21" + ip, ver_type=0x21)),
             "code not 0": eth / Raw(pppoe_session_raw(SESSION_ID, len(ip) + 2, b"\x00\x21" + ip, code=7)),
             "length shorter than the IPv4 packet": eth / Raw(pppoe_session_raw(SESSION_ID, len(ip) - 4, b"\x00\x21" + ip)),
+            # lengths agree (PPPoE 12 = PPP 2 + IPv4 10) and the checksum is
+            # right, but an IPv4 packet is never shorter than its header
+            "IPv4 total length below its header": eth / Raw(pppoe_session_raw(SESSION_ID, 12, b"\x00\x21" + short)),
         }
         for name, frame in cases.items():
             with self.subTest(case=name):
@@ -75,31 +80,51 @@ class MalformedL2tp(MalformedTest):
 
 
 class SessionPolicer(BngTest):
-    """A session's upstream meter drops what exceeds its rate (POLICER);
-    the session counter counts only what passed."""
+    """A session's upstream and downstream meters each drop what exceeds
+    their rate (POLICER); the session counters count only what passed; the
+    one direction's rate leaves the other alone."""
+
+    def policed(self, meter: str, counter: str, frame, in_port: int, out_port: int) -> None:
+        """1 kB/s with a 3 kB burst on `meter`: 3 of 10 back-to-back 1000-byte
+        packets pass, 7 are counted as POLICER drops."""
+        self.set_meter(meter, SESS_IDX, cir=1000, cburst=3000, pir=1000, pburst=3000)
+        try:
+            before = self.drops("POLICER")
+            counted = self.counter(counter, SESS_IDX)
+            for _ in range(10):
+                self.send(in_port, frame)
+            passed = 0
+            while self.dataplane.poll(port_number=out_port, timeout=1).packet is not None:
+                passed += 1
+            self.assertEqual(passed, 3, meter)
+            self.assertEqual(self.drops("POLICER")[0] - before[0], 7, meter)
+            self.assert_counter_delta(counted, counter, SESS_IDX, 3, 3000)
+        finally:
+            self.reset_meter(meter, SESS_IDX)
+        # without a rate, everything passes again (the default profile)
+        self.send(in_port, frame)
+        self.assertIsNotNone(self.dataplane.poll(port_number=out_port, timeout=2).packet)
 
     def runTest(self):
         self.install_subscriber()
-        ip = IP(src=CLIENT_IP, dst=INTERNET_IP) / UDP(sport=1, dport=2) / Raw(b"m" * 972)   # 1000 bytes
-        self.assertEqual(len(ip), 1000)
-        # 1 kB/s with a 3 kB burst: 3 of 10 back-to-back packets pass
+        up = IP(src=CLIENT_IP, dst=INTERNET_IP) / UDP(sport=1, dport=2) / Raw(b"m" * 972)   # 1000 bytes
+        down = IP(src=INTERNET_IP, dst=CLIENT_IP) / UDP(sport=2, dport=1) / Raw(b"n" * 972)
+        self.assertEqual(len(up), 1000)
+        up_frame = access_frame(self.pppoe_ip(up))
+        down_frame = Ether(src=CORE_ROUTER_MAC, dst=BNG_MAC) / down
+        self.policed("session_meter_up", "session_up", up_frame, ACCESS1, CORE1)
+        self.policed("session_meter_down", "session_down", down_frame, CORE1, ACCESS1)
+        # a rate on one direction only: the other passes all ten
         self.set_meter("session_meter_up", SESS_IDX, cir=1000, cburst=3000, pir=1000, pburst=3000)
         try:
-            before = self.drops("POLICER")
-            counted = self.counter("session_up", SESS_IDX)
             for _ in range(10):
-                self.send(ACCESS1, access_frame(self.pppoe_ip(ip)))
+                self.send(CORE1, down_frame)
             passed = 0
-            while self.dataplane.poll(port_number=CORE1, timeout=1).packet is not None:
+            while self.dataplane.poll(port_number=ACCESS1, timeout=1).packet is not None:
                 passed += 1
-            self.assertEqual(passed, 3)
-            self.assertEqual(self.drops("POLICER")[0] - before[0], 7)
-            self.assert_counter_delta(counted, "session_up", SESS_IDX, 3, 3000)
+            self.assertEqual(passed, 10)
         finally:
             self.reset_meter("session_meter_up", SESS_IDX)
-        # without a rate, everything passes again (the default profile)
-        self.send(ACCESS1, access_frame(self.pppoe_ip(ip)))
-        self.assertIsNotNone(self.dataplane.poll(port_number=CORE1, timeout=2).packet)
 
 
 class MssClamp(BngTest):
@@ -142,3 +167,12 @@ class MssClamp(BngTest):
         ack = syn(CLIENT_IP, INTERNET_IP, 1460, flags="A")
         self.send(ACCESS1, access_frame(self.pppoe_ip(ack)))
         self.expect(Ether(src=BNG_MAC, dst=CORE_ROUTER_MAC) / clamped(ack, 1460), CORE1)
+        # A SYN tunnelled in L2TP (UDP 1701 with a checksum) to the
+        # subscriber is the tunnel's, not the subscriber's own: clamping it
+        # would leave the outer UDP checksum wrong. It goes through whole.
+        inner = b"\x00\x21" + bytes(syn("192.0.2.1", "192.0.2.2", 1460))
+        tunnelled = IP(src=INTERNET_IP, dst=CLIENT_IP, ttl=64) / UDP(sport=1701, dport=1701) / Raw(
+            l2tp_data(0x0101, 0x0202) + inner)
+        self.assertNotEqual(IP(bytes(tunnelled))[UDP].chksum, 0)
+        self.send(CORE1, Ether(src=CORE_ROUTER_MAC, dst=BNG_MAC) / tunnelled)
+        self.expect(access_frame(self.pppoe_ip(routed_ipv4(tunnelled)), src=BNG_MAC, dst=CLIENT_MAC), ACCESS1)

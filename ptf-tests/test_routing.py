@@ -6,11 +6,13 @@ wildcard tables, and exact tables on one small id (nexthop) as arrays with
 DPDK's exact type beside them for ids beyond the table's size; this checks
 what routing must do, whichever structure answers."""
 from scapy.layers.inet import IP, UDP
+from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Dot1Q, Ether
 from scapy.packet import Raw
 
 from bng_base import (ACCESS1, BNG_MAC, CLIENT_IP, CLIENT_MAC, CORE1, CORE2, CORE_ROUTER_MAC, INTERNET_IP,
-                      PEER_MAC, BngTest, access_frame, ip_int, mac_int, routed_ipv4, with_ipv4_checksum)
+                      PEER_MAC, BngTest, access_frame, ip_int, mac_int, routed_ipv4, routed_ipv6,
+                      with_ipv4_checksum)
 
 # Header checksums before a TTL decrement, around the carries of the new
 # sum: 0xfeff becomes 0x0000, which a one's complement sum can also write as
@@ -126,3 +128,31 @@ class TtlChecksumCarries(BngTest):
                 down = with_ipv4_checksum(IP(src=INTERNET_IP, dst=CLIENT_IP, ttl=2) / UDP(sport=4, dport=3), c)
                 self.send(CORE1, Ether(src=CORE_ROUTER_MAC, dst=BNG_MAC) / down)
                 self.expect(access_frame(self.pppoe_ip(routed_ipv4(down)), src=BNG_MAC, dst=CLIENT_MAC), ACCESS1)
+
+
+class NotRoutedHere(BngTest):
+    """What a router must not forward. Plain IP that a subscriber sends to
+    the BNG's MAC on an access port (my_station holds only the core ports,
+    as the controller installs it): routing it would bypass the session's
+    anti-spoofing, counters and policer. And IPv6 from the core with a
+    link-local source or destination, or a multicast destination, that is
+    not one of the BNG's own addresses (RFC 4291 2.5.6): dropped, not sent
+    along the default route. The same kinds of packets with global unicast
+    addresses, from the core, are routed."""
+
+    def runTest(self):
+        self.install_core_route()
+        plain = IP(src=CLIENT_IP, dst=INTERNET_IP, ttl=9) / UDP(sport=1, dport=2) / Raw(b"a" * 18)
+        self.expect_drop(ACCESS1, Ether(src=CLIENT_MAC, dst=BNG_MAC) / plain, "NOT_FOR_US")
+        self.send(CORE1, Ether(src=CORE_ROUTER_MAC, dst=BNG_MAC) / plain)
+        self.expect(Ether(src=BNG_MAC, dst=CORE_ROUTER_MAC, type=0x0800) / routed_ipv4(plain), CORE1)
+
+        self.insert("fib_v6", {"dst_prefix": (0, 0)}, "set_nexthop", nexthop_id=1)
+        ok = IPv6(src="2001:db8:9::1", dst="2001:db8:ffff::1", hlim=9) / UDP(sport=1, dport=2) / Raw(b"b" * 18)
+        self.send(CORE1, Ether(src=CORE_ROUTER_MAC, dst=BNG_MAC) / ok)
+        self.expect(Ether(src=BNG_MAC, dst=CORE_ROUTER_MAC, type=0x86dd) / routed_ipv6(ok), CORE1)
+        for src, dst in (("2001:db8:9::1", "fe80::99"), ("fe80::5", "2001:db8:ffff::1"),
+                         ("2001:db8:9::1", "ff0e::5")):
+            with self.subTest(src=src, dst=dst):
+                pkt = IPv6(src=src, dst=dst, hlim=9) / UDP(sport=1, dport=2) / Raw(b"c" * 18)
+                self.expect_drop(CORE1, Ether(src=CORE_ROUTER_MAC, dst=BNG_MAC) / pkt, "NOT_FOR_US")

@@ -12,8 +12,10 @@ installed, and resources.txt (per MAU stage: tables, RAMs, ALUs, made from
 the compiler's resources.json).
 
 Each build directory has a STAMP: the SHA-256 of the sources the outputs came
-from. `--check` recomputes it, so a test fails when someone edits a source
-without recompiling.
+from (the program's entry in programs.yaml and its .p4 files) and the SHA-256
+of the outputs themselves. `--check` recomputes both, so a test fails when
+someone edits a source without recompiling, changes how a program is
+compiled (its target, its main file), or edits a compiled output by hand.
 """
 from __future__ import annotations
 
@@ -51,6 +53,7 @@ class Program:
     source_dirs: list[Path]
     enums: Path | None
     target: str = "tofino"       # TNA programs: p4c-barefoot --target
+    entry: str = ""              # its programs.yaml entry, canonical JSON (in the stamp)
 
 
 def tofino_args(prog: Program) -> list[str]:
@@ -61,7 +64,8 @@ def tofino_args(prog: Program) -> list[str]:
 def programs() -> dict[str, Program]:
     spec = yaml.safe_load((P4SRC / "programs.yaml").read_text())
     return {name: Program(name, p["arch"], P4SRC / p["main"], [P4SRC / d for d in p["sources"]],
-                          P4SRC / p["enums"] if p.get("enums") else None, p.get("target", "tofino"))
+                          P4SRC / p["enums"] if p.get("enums") else None, p.get("target", "tofino"),
+                          json.dumps(p, sort_keys=True))
             for name, p in spec.items()}
 
 
@@ -73,9 +77,18 @@ def sources(prog: Program) -> list[Path]:
 
 
 def stamp(prog: Program) -> str:
-    h = hashlib.sha256()
+    h = hashlib.sha256(b"programs.yaml\0" + prog.entry.encode() + b"\0")
     for f in sources(prog):
         h.update(str(f.relative_to(P4SRC)).encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def outputs_digest(prog: Program) -> str:
+    """SHA-256 of every file of the program's build directory but STAMP."""
+    h = hashlib.sha256()
+    d = BUILD / prog.name
+    for f in sorted(f for f in d.rglob("*") if f.is_file() and f.name != "STAMP"):
+        h.update(str(f.relative_to(d)).encode() + b"\0" + f.read_bytes() + b"\0")
     return h.hexdigest()
 
 
@@ -246,7 +259,7 @@ def write_stamp(prog: Program, p4c: str) -> None:
     v = subprocess.run([p4c, "--version"], capture_output=True, text=True)
     version = (v.stdout + v.stderr).strip().splitlines()
     (BUILD / prog.name / "STAMP").write_text(
-        f"sources {stamp(prog)}\ncompiler {' '.join(version[-1:])}\n")
+        f"sources {stamp(prog)}\noutputs {outputs_digest(prog)}\ncompiler {' '.join(version[-1:])}\n")
     print(f"{prog.name}: outputs in {(BUILD / prog.name).relative_to(ROOT)}")
 
 
@@ -261,16 +274,19 @@ def check_tna_frontend(prog: Program, p4test: str, include: Path) -> None:
 
 def check(prog: Program) -> bool:
     f = BUILD / prog.name / "STAMP"
+    compiler = "p4c-dpdk" if prog.arch == "pna" else "p4c-barefoot"
     if not f.exists():
-        if prog.arch == "tna":
-            print(f"{prog.name}: not compiled (needs p4c-barefoot); stamp not checked")
-            return True
-        print(f"{prog.name}: no compiled outputs (p4src/build/{prog.name}/STAMP missing); run `make p4`")
+        print(f"{prog.name}: no compiled outputs (p4src/build/{prog.name}/STAMP missing); "
+              f"run `make p4` with {compiler} on PATH")
         return False
     recorded = dict(line.split(" ", 1) for line in f.read_text().splitlines() if " " in line)
     if recorded.get("sources") != stamp(prog):
-        print(f"{prog.name}: p4src sources changed since p4src/build/{prog.name} was compiled; "
-              "run `make p4`")
+        print(f"{prog.name}: p4src sources or its programs.yaml entry changed since "
+              f"p4src/build/{prog.name} was compiled; run `make p4` with {compiler} on PATH")
+        return False
+    if recorded.get("outputs") != outputs_digest(prog):
+        print(f"{prog.name}: the files in p4src/build/{prog.name} are not the ones compiled under "
+              f"its STAMP (edited by hand, added or removed?); run `make p4` with {compiler} on PATH")
         return False
     return True
 

@@ -493,7 +493,8 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
                     meta.job = JOB_LAC_UP;
                 } else if (kind == KIND_TERM_V4) {
                     meta.inner_len = meta.inner_len + 2;
-                    if (hdr.inner_ipv4.version_ihl != 0x45 || meta.inner_len != hdr.pppoe.length) {
+                    if (hdr.inner_ipv4.version_ihl != 0x45 || meta.inner_len != hdr.pppoe.length
+                        || BNG_IPV4_LEN_BELOW_HEADER(hdr.inner_ipv4.total_len)) {
                         drop_for(DropReason_t.MALFORMED);
                     } else {
                         meta.job = JOB_ROUTE_UP_V4;
@@ -613,7 +614,8 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
                                 if (hdr.inner_ipv4.isValid()) {
                                     meta.inner_len = meta.inner_len + 2;
                                     if (hdr.inner_ipv4.version_ihl != 0x45
-                                        || meta.inner_len != meta.ppp_len) {
+                                        || meta.inner_len != meta.ppp_len
+                                        || BNG_IPV4_LEN_BELOW_HEADER(hdr.inner_ipv4.total_len)) {
                                         drop_for(DropReason_t.MALFORMED);
                                     } else if (kind == KIND_TERM_V4) {
                                         meta.job = JOB_ROUTE_UP_V4;
@@ -656,6 +658,11 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
                              * cannot follow a pushed L2TP header. */
                             drop_for(DropReason_t.UNSUPPORTED);
                             meta.job = JOB_NONE;
+                        } else if (hdr.udp.isValid()) {
+                            /* a TCP header parsed inside that L2TP is not the
+                             * subscriber's own: clamping it would leave the
+                             * outer UDP checksum wrong */
+                            meta.mss_clamp = 0;
                         }
                     }
                 }
@@ -674,6 +681,10 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
                     punt_for(PuntReason_t.LOCAL_IPV6);
                 } else if (meta.my_station == 0) {
                     drop_for(DropReason_t.NOT_FOR_US);     /* multicast not for us */
+                } else if (meta.ipv6_class != IPV6_UNICAST || hdr.ipv6.src_hi[63:54] == 0x3fa) {
+                    /* link-local source or destination, or multicast, and
+                     * not ours: never routed off its link (RFC 4291 2.5.6) */
+                    drop_for(DropReason_t.NOT_FOR_US);
                 } else if (hdr.ipv6.hop_limit <= 1) {
                     punt_for(PuntReason_t.TTL_EXPIRED);
                 } else {

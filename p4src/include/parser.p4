@@ -132,10 +132,16 @@ parser BngParser(packet_in pkt, inout headers_t hdr, inout bng_meta_t meta) {
     state parse_ipv6 {
         ipv6_peek = pkt.lookahead<ipv6_peek_h>();
         transition select(ipv6_peek.version_tc, ipv6_peek.dst_w0) {
+            (0x60 &&& 0xf0, 0xfe80 &&& 0xffc0): ipv6_link_local;
             (0x60 &&& 0xf0, 0xff00 &&& 0xff00): ipv6_multicast;
             (0x60 &&& 0xf0, _): extract_ipv6;
             default: ipv6_bad_version;
         }
+    }
+
+    state ipv6_link_local {
+        meta.ipv6_class = IPV6_LINK_LOCAL;
+        transition extract_ipv6;
     }
 
     state ipv6_multicast {

@@ -25,6 +25,45 @@ def test_stamp_matches_sources(program):
     assert r.returncode == 0, r.stdout + r.stderr
 
 
+@pytest.fixture
+def p4src_copy(tmp_path, monkeypatch):
+    """p4build pointed at a copy of p4src/, to spoil."""
+    copy = tmp_path / "p4src"
+    shutil.copytree(ROOT / "p4src", copy)
+    monkeypatch.setattr(p4build, "P4SRC", copy)
+    monkeypatch.setattr(p4build, "BUILD", copy / "build")
+    return copy
+
+
+@pytest.mark.parametrize("program", ["bng", "bng_tofino2"])
+def test_stamp_catches_what_bypasses_the_compiler(program, p4src_copy, capsys):
+    """An output edited by hand, a programs.yaml entry changed (a Tofino
+    target, a main file) and a STAMP deleted each fail the check."""
+    assert p4build.check(p4build.programs()[program])
+    out = p4src_copy / "build" / program
+    victim = next(f for f in sorted(out.iterdir()) if f.name != "STAMP")
+    original = victim.read_bytes()
+    victim.write_bytes(original + b"\n")
+    assert not p4build.check(p4build.programs()[program])
+    assert "not the ones compiled" in capsys.readouterr().out
+    victim.write_bytes(original)
+    assert p4build.check(p4build.programs()[program])
+
+    yaml_path = p4src_copy / "programs.yaml"
+    text = yaml_path.read_text()
+    changed = text.replace("target: tofino2", "target: tofino") if program == "bng_tofino2" else \
+        text.replace("enums: include/defines.p4", "enums: include/headers.p4")
+    assert changed != text
+    yaml_path.write_text(changed)
+    assert not p4build.check(p4build.programs()[program])
+    assert "programs.yaml entry changed" in capsys.readouterr().out
+    yaml_path.write_text(text)
+
+    (out / "STAMP").unlink()
+    assert not p4build.check(p4build.programs()[program])
+    assert "STAMP missing" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("program", PNA)
 def test_outputs_are_loadable(program):
     from google.protobuf import text_format
