@@ -282,10 +282,9 @@ class BngController:
         t = self.tables
         mac = int.from_bytes(self.cfg.bng_mac, "big")
         out: list[p4r.TableEntry] = []
-        ports = sorted(set(self.cfg.access_ports) | {c.port for c in self.cfg.core}
-                       | set(self.l2tp.ports() if self.l2tp else ()))
-        for p in ports:
-            out += t.port(p, mac)
+        routed = {c.port for c in self.cfg.core} | set(self.l2tp.ports() if self.l2tp else ())
+        for p in sorted(set(self.cfg.access_ports) | routed):
+            out += t.port(p, mac if p in routed else None)
         lns = self.l2tp.lns_addresses() if self.l2tp else set()
         for a in sorted(self.local_v4 | (self.l2tp.local_addresses() if self.l2tp else set())):
             out += [t.local_ipv4(a, lns=a in lns), t.local_route_v4(a)]

@@ -86,10 +86,17 @@ class BngTables:
         return self.names.table(name).preamble.id
 
     # ---- ports and the BNG's own addresses ----
-    def port(self, port: int, bng_mac: int) -> list[p4r.TableEntry]:
+    def port(self, port: int, bng_mac: int | None) -> list[p4r.TableEntry]:
+        """The port's packet_out entry, and with bng_mac its my_station
+        entry: only ports that IP is routed in through (core, L2TP) get one,
+        so plain IP that a subscriber sends to the BNG's MAC on an access
+        port is dropped (NOT_FOR_US) instead of being routed around its
+        session's anti-spoofing, counters and policer."""
         b = self.b
-        return [b.table_entry("packet_out_port", {"egress_port": port}, "send", {"port": port}),
-                b.table_entry("my_station", {"port": port, "dst_mac": bng_mac}, "set_my_station")]
+        out = [b.table_entry("packet_out_port", {"egress_port": port}, "send", {"port": port})]
+        if bng_mac is not None:
+            out.append(b.table_entry("my_station", {"port": port, "dst_mac": bng_mac}, "set_my_station"))
+        return out
 
     def local_ipv4(self, addr: ipaddress.IPv4Address, *, lns: bool) -> p4r.TableEntry:
         """lns: LNS sessions terminate at addr. Elsewhere L2TP data skips

@@ -186,3 +186,29 @@ def test_an_on_link_peer_that_never_answers_is_forgotten(tmp_path):
     assert ctl.nexthop_ids.in_use == used - 1 and svc._unrouted == []
     assert {answered, tunnelled} | gateways <= set(ctl.arp.neighbors)
     assert ctl.sessions.counters["core neighbor forgotten: never answered"] == 1
+
+
+@pytest.mark.parametrize("role", ["pppoe", "lac", "lns"])
+def test_my_station_only_on_routed_ports(role, tmp_path):
+    """Plain IP that a subscriber sends to the BNG's MAC on an access port
+    must not be routed around its session (anti-spoofing, counters,
+    policer): only core and L2TP ports get a my_station entry, while every
+    port keeps its packet_out entry."""
+    _, cfg = local_ipv4_actions(role, tmp_path)
+    ctl = BngController(cfg, make_backend(cfg.aaa))
+    if cfg.l2tp:
+        ctl.l2tp = L2tpService(ctl, cfg.l2tp)
+    entries = ctl.infrastructure_entries()
+
+    def ports_of(table: str, field: str) -> set[int]:
+        table_id = ctl.tables.table_id(table)
+        info = ctl.names.table(table)
+        fid = next(f.id for f in info.match_fields if f.name == field)
+        return {int.from_bytes(m.exact.value, "big") for e in entries if e.table_id == table_id
+                for m in e.match if m.field_id == fid}
+
+    routed = {c.port for c in cfg.core} | set(ctl.l2tp.ports() if ctl.l2tp else ())
+    assert ports_of("my_station", "port") == routed
+    assert ports_of("packet_out_port", "egress_port") == set(cfg.access_ports) | routed
+    if role != "lns":
+        assert set(cfg.access_ports) - routed, "the config has an access-only port to check"
