@@ -12,9 +12,11 @@ log() { printf '[setup] %s\n' "$*"; }
 
 # freeradius(-utils): the real RADIUS server and radclient the AAA tests run;
 # xl2tpd, l2tpns: third-party L2TP peers for the interop tests.
+# python3-dev: ptf's netifaces has no wheel for Python 3.11 and is compiled;
+# procps (pgrep, sysctl) and curl: the tests and the lab's how-to use them.
 APT_PKGS=(dpdk libdpdk-dev dpdk-doc iputils-ping pkg-config gcc make libpcap-dev iproute2 ethtool tcpdump
-          python3 python3-venv python3-pip xz-utils ca-certificates freeradius freeradius-utils
-          xl2tpd ppp l2tpns)
+          python3 python3-venv python3-pip python3-dev xz-utils ca-certificates freeradius freeradius-utils
+          xl2tpd ppp l2tpns procps curl)
 # Go for the subscriber emulator (emulator/, stdlib only, Go >= 1.19)
 command -v go >/dev/null 2>&1 || [ -x /usr/local/go/bin/go ] || APT_PKGS+=(golang-go)
 missing=()
@@ -25,9 +27,13 @@ if [ ${#missing[@]} -gt 0 ]; then
   # freeradius, xl2tpd and l2tpns ship services; the tests start their own
   # copies in namespaces, so none may start (and bind its port) on the host.
   policy_rc=/usr/sbin/policy-rc.d; own_policy=0
-  if [ ! -e "$policy_rc" ]; then printf '#!/bin/sh\nexit 101\n' > "$policy_rc"; chmod +x "$policy_rc"; own_policy=1; fi
+  if [ ! -e "$policy_rc" ]; then
+    printf '#!/bin/sh\nexit 101\n' > "$policy_rc"; chmod +x "$policy_rc"; own_policy=1
+    # a failed install must not leave every service on the machine unable to start
+    trap 'rm -f "$policy_rc"' EXIT
+  fi
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
-  if [ "$own_policy" = 1 ]; then rm -f "$policy_rc"; fi
+  if [ "$own_policy" = 1 ]; then rm -f "$policy_rc"; trap - EXIT; fi
 fi
 
 # DPDK's generated pipeline C needs rte_swx_pipeline_internal.h and
@@ -54,7 +60,12 @@ SRC
     apt-get update -qq
   fi
   tmp=$(mktemp -d)
-  (cd "$tmp" && apt-get source --download-only -qq "dpdk=$DPDK_VER" >/dev/null 2>&1)
+  if ! (cd "$tmp" && apt-get source --download-only -qq "dpdk=$DPDK_VER" >"$tmp/apt-source.log" 2>&1); then
+    cat "$tmp/apt-source.log" >&2
+    echo "setup: apt-get source dpdk=$DPDK_VER failed (above). It needs a deb-src entry for a" \
+         "mirror that still has this version; setup adds one for deb.debian.org when none exists." >&2
+    exit 1
+  fi
   orig=$(ls "$tmp"/dpdk_*.orig.tar.* | head -1)
   rm -rf "$SRC_DIR" && mkdir -p "$SRC_DIR"
   tar -xf "$orig" -C "$SRC_DIR" --strip-components=1 --wildcards '*/lib/pipeline/*' '*/VERSION'

@@ -1,6 +1,6 @@
 """bng-switch: the DPDK SWX switch with its P4Runtime server.
 
-    python -m bng_switch --config configs/switch/lab-access.yaml
+    python -m bng_switch --config configs/switch/example.yaml
 """
 from __future__ import annotations
 
