@@ -42,15 +42,17 @@ class PuntPppoeDiscovery(PuntTest):
 
 
 class PuntPppControl(PuntTest):
-    """LCP before any session entry, and on an established session."""
+    """LCP before any session entry (line_map gives the line), and on an
+    established session (its pppoe_session entry gives the line: a
+    different id here, so that the punt shows which entry answered)."""
 
     def runTest(self):
         self.install_line(line_id=5)
         lcp = access_frame(self.pppoe_ip(Raw(LCP_CONF_REQ), proto=0xc021))
         self.expect_punt(ACCESS1, lcp, "PPP_CONTROL", line_id=5, session_id=SESSION_ID)
-        self.install_pppoe_session(line_id=5)
+        self.install_pppoe_session(line_id=6)
         ipcp = access_frame(self.pppoe_ip(Raw(bytes.fromhex("0101000a0306") + bytes(4)), proto=0x8021))
-        self.expect_punt(ACCESS1, ipcp, "PPP_CONTROL", line_id=5, session_id=SESSION_ID)
+        self.expect_punt(ACCESS1, ipcp, "PPP_CONTROL", line_id=6, session_id=SESSION_ID)
 
 
 class PuntArpAndLocal(PuntTest):

@@ -3,11 +3,19 @@ policers; TCP MSS clamping."""
 import struct
 
 from scapy.layers.inet import IP, TCP, UDP
+from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
-from bng_base import (ACCESS1, BNG_MAC, CLIENT_IP, CLIENT_MAC, CORE1, CORE_ROUTER_MAC,
-                      INTERNET_IP, SESS_IDX, SESSION_ID, BngTest, access_frame, l2tp_data, routed_ipv4)
+from bng_base import (ACCESS1, BNG_IP, BNG_MAC, CLIENT_IP, CLIENT_MAC, CORE1, CORE_ROUTER_MAC,
+                      INTERNET_IP, PEER_IP, PEER_MAC, SESS_IDX, SESSION_ID, BngTest, access_frame, ip_int,
+                      l2tp_data, routed_ipv4)
+
+CLIENT_V6 = "2001:db8:1::10"          # in CLIENT_V6_PREFIX
+
+
+def with_ipv6_payload_len(ip6: bytes, payload_len: int) -> bytes:
+    return ip6[:4] + struct.pack("!H", payload_len) + ip6[6:]
 
 
 def pppoe_session_raw(session_id: int, length: int, ppp: bytes, ver_type=0x11, code=0) -> bytes:
@@ -21,13 +29,16 @@ class MalformedTest(BngTest):
 
 
 class MalformedPppoe(MalformedTest):
-    """Truncated PPPoE, PPPoE length beyond the frame, session id 0, wrong
-    version/type, PPPoE length disagreeing with the IPv4 length."""
+    """Truncated PPPoE, PPPoE length beyond the frame or below 2 (discovery
+    too), session id 0, wrong version/type, PPPoE length disagreeing with
+    the IPv4 or IPv6 length, IPv4 shorter than its header, IPv6 of another
+    version."""
 
     def runTest(self):
         ip = bytes(IP(src=CLIENT_IP, dst=INTERNET_IP) / UDP(sport=1, dport=2) / Raw(b"p" * 10))
         good = pppoe_session_raw(SESSION_ID, len(ip) + 2, b"\x00\x21" + ip)
         short = bytes(IP(src=CLIENT_IP, dst=INTERNET_IP, len=10, proto=17))
+        ip6 = bytes(IPv6(src=CLIENT_V6, dst="2001:db8:ffff::1") / UDP(sport=1, dport=2) / Raw(b"q" * 10))
         assert len(short) == 20 and IP(short).len == 10
         eth = Ether(src=CLIENT_MAC, dst=BNG_MAC, type=0x8864)
         # sanity: the well-formed one is forwarded
@@ -44,6 +55,12 @@ class MalformedPppoe(MalformedTest):
             # lengths agree (PPPoE 12 = PPP 2 + IPv4 10) and the checksum is
             # right, but an IPv4 packet is never shorter than its header
             "IPv4 total length below its header": eth / Raw(pppoe_session_raw(SESSION_ID, 12, b"\x00\x21" + short)),
+            "length below the PPP protocol": eth / Raw(pppoe_session_raw(SESSION_ID, 1, b"\x00\x21" + ip)),
+            "IPv6 length disagreeing with PPPoE's": eth / Raw(pppoe_session_raw(
+                SESSION_ID, len(ip6) + 2, b"\x00\x57" + with_ipv6_payload_len(ip6, len(ip6) - 40 + 4))),
+            "IPv6 version 5": eth / Raw(pppoe_session_raw(SESSION_ID, len(ip6) + 2, b"\x00\x57" + b"\x50" + ip6[1:])),
+            "discovery length beyond the frame": Ether(src=CLIENT_MAC, dst="ff:ff:ff:ff:ff:ff", type=0x8863)
+            / Raw(pppoe_session_raw(0, 200, b"\x01\x01\x00\x00", code=0x09)),
         }
         for name, frame in cases.items():
             with self.subTest(case=name):
@@ -52,7 +69,8 @@ class MalformedPppoe(MalformedTest):
 
 class MalformedIpv4(MalformedTest):
     """IPv4 with options, and a bad header checksum, from a subscriber and
-    from the core."""
+    from the core; from the core also IPv4 shorter than its header, IPv4 and
+    IPv6 lengths beyond the frame, IPv6 of another version."""
 
     def runTest(self):
         opts = IP(src=CLIENT_IP, dst=INTERNET_IP, options=[b"\x01\x01\x01\x00"]) / UDP()
@@ -65,11 +83,30 @@ class MalformedIpv4(MalformedTest):
         self.expect_drop(CORE1, Ether(src=CORE_ROUTER_MAC, dst=BNG_MAC, type=0x0800) / Raw(bytes(core)),
                          "BAD_CHECKSUM")
         self.expect_drop(CORE1, Ether(src=CORE_ROUTER_MAC, dst=BNG_MAC, type=0x0800) / Raw(bytes(core)[:15]))
+        from_core = Ether(src=CORE_ROUTER_MAC, dst=BNG_MAC, type=0x0800)
+        from_core6 = Ether(src=CORE_ROUTER_MAC, dst=BNG_MAC, type=0x86dd)
+        v6 = IPv6(src="2001:db8:ffff::1", dst=CLIENT_V6)
+        cases = {
+            "core IPv4 with options": from_core / IP(src=INTERNET_IP, dst=CLIENT_IP, options=[b"\x01\x01\x01\x00"])
+            / UDP(),
+            "core IPv4 total length below its header": from_core / Raw(bytes(IP(src=INTERNET_IP, dst=CLIENT_IP, len=10,
+                                                                                 proto=17))),
+            "core IPv4 total length beyond the frame": from_core / Raw(bytes(IP(src=INTERNET_IP, dst=CLIENT_IP, len=200)
+                                                                             / UDP() / Raw(b"z" * 10))),
+            "core IPv6 payload length beyond the frame": from_core6 / Raw(bytes(IPv6(src="2001:db8:ffff::1", dst=CLIENT_V6,
+                                                                                    plen=300) / UDP())),
+            "core IPv6 version 5": from_core6 / Raw(b"\x50" + bytes(v6 / UDP())[1:]),
+        }
+        for name, frame in cases.items():
+            with self.subTest(case=name):
+                self.expect_drop(CORE1, frame)
 
 
 class MalformedL2tp(MalformedTest):
     """L2TP with a version other than 2; a non-zero Offset Size (padding is
-    not supported: dropped, counted as UNSUPPORTED)."""
+    not supported: dropped, counted as UNSUPPORTED); UDP and IPv4 lengths
+    that disagree; in an LNS session, inner IPv4 with options, with a length
+    other than what L2TP carries, or shorter than its header."""
 
     def runTest(self):
         self.insert("local_ipv4", {"addr": 0x64400001}, "set_local")
@@ -77,6 +114,34 @@ class MalformedL2tp(MalformedTest):
         self.expect_drop(3, self.l2tp_over_ip(struct.pack("!HHH", 0x0003, 1, 1) + ppp))
         self.expect_drop(3, self.l2tp_over_ip(struct.pack("!HHHH", 0x0202, 1, 1, 4) + b"\0" * 4 + ppp),
                          "UNSUPPORTED")
+        wrong_udp = (Ether(src=PEER_MAC, dst=BNG_MAC) / IP(src=PEER_IP, dst=BNG_IP)
+                     / UDP(sport=1701, dport=1701, len=8 + 6 + len(ppp) + 10, chksum=0)
+                     / Raw(l2tp_data(1, 1) + ppp))
+        self.expect_drop(3, wrong_udp)
+        # an LNS session (tunnel 1, session 1): its inner IPv4 is checked too
+        key = {"local_ip": ip_int(BNG_IP), "peer_ip": ip_int(PEER_IP), "tunnel_id": 1, "session_id": 1}
+        self.insert("l2tp_session", key, "lns_term", sess_idx=SESS_IDX, mss_clamp=0)
+        self.insert("l2tp_up_v4", {**key, "src_ipv4": ip_int(CLIENT_IP)}, "lns_term", sess_idx=SESS_IDX,
+                    mss_clamp=0)
+        inner = bytes(IP(src=CLIENT_IP, dst=INTERNET_IP) / UDP() / Raw(b"i" * 8))
+        self.send(3, self.l2tp_over_ip(l2tp_data(1, 1) + b"\x00\x21" + inner))   # sanity: routed
+        self.assertIsNotNone(self.dataplane.poll(port_number=CORE1, timeout=2).packet)
+        short = bytes(IP(src=CLIENT_IP, dst=INTERNET_IP, len=10, proto=17))
+        # UDP and the outer IPv4 claim PPP 0x0021 + those 10 bytes: lengths
+        # agree all the way down, the frame's last 10 bytes are padding
+        carried = l2tp_data(1, 1) + b"\x00\x21" + short
+        claims_10 = (Ether(src=PEER_MAC, dst=BNG_MAC) / IP(src=PEER_IP, dst=BNG_IP, len=20 + 8 + len(carried) - 10)
+                     / UDP(sport=1701, dport=1701, len=8 + len(carried) - 10, chksum=0) / Raw(carried))
+        cases = {
+            "inner IPv4 with options": self.l2tp_over_ip(l2tp_data(1, 1) + b"\x00\x21" + bytes(
+                IP(src=CLIENT_IP, dst=INTERNET_IP, options=[b"\x01\x01\x01\x00"]) / UDP())),
+            "inner IPv4 length disagreeing with L2TP's": self.l2tp_over_ip(
+                l2tp_data(1, 1) + b"\x00\x21" + inner[:2] + struct.pack("!H", len(inner) + 4) + inner[4:]),
+            "inner IPv4 total length below its header": claims_10,
+        }
+        for name, frame in cases.items():
+            with self.subTest(case=name):
+                self.expect_drop(3, frame)
 
 
 class SessionPolicer(BngTest):
@@ -176,3 +241,9 @@ class MssClamp(BngTest):
         self.assertNotEqual(IP(bytes(tunnelled))[UDP].chksum, 0)
         self.send(CORE1, Ether(src=CORE_ROUTER_MAC, dst=BNG_MAC) / tunnelled)
         self.expect(access_frame(self.pppoe_ip(routed_ipv4(tunnelled)), src=BNG_MAC, dst=CLIENT_MAC), ACCESS1)
+        # a session without a clamp (0) on the same line: left alone
+        self.install_pppoe_session(session_id=0x0043, sess_idx=SESS_IDX + 1, client_ip="10.0.0.11",
+                                   client_mac="02:cc:00:00:00:02", mss=0)
+        other = syn("10.0.0.11", INTERNET_IP, 1460)
+        self.send(ACCESS1, access_frame(self.pppoe_ip(other, session_id=0x0043), src="02:cc:00:00:00:02"))
+        self.expect(Ether(src=BNG_MAC, dst=CORE_ROUTER_MAC) / clamped(other, 1460), CORE1)
