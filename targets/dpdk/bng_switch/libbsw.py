@@ -312,6 +312,13 @@ class Pipeline:
         self._call("bsw_table_commit_packed", self.handle, (ctypes.c_char * len(buf)).from_buffer(buf),
                    ctypes.c_size_t(len(buf)), len(batch), ctypes.byref(n_done))
 
+    def thread_rotation(self) -> tuple[int, int]:
+        """(SWX threads the packets rotate over, yielding instruction
+        handlers pointed at the compiled library's copies)."""
+        n, own = ctypes.c_uint32(), ctypes.c_uint32()
+        self._call("bsw_pipeline_thread_rotation", self.handle, ctypes.byref(n), ctypes.byref(own))
+        return n.value, own.value
+
     def table_lookup_set(self, one_step: bool) -> None:
         """Exact-match lookups in one step or in SWX's prefetching stages
         (see bsw_table_lookup.c); before the workers start."""

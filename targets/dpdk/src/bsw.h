@@ -197,6 +197,13 @@ int bsw_table_entry_index(struct bsw_pipeline *bp, uint32_t table_id, const uint
  * bsw_table_lookup.c. Only before the workers start. */
 int bsw_table_lookup_set(struct bsw_pipeline *bp, int one_step);
 
+/* The SWX threads the compiled pipeline's packets rotate over (4 unless
+ * BSW_SWX_THREADS said otherwise at build time; DPDK's 16 when interpreted)
+ * and how many of the yielding instruction handlers point at the copies in
+ * its library (bsw_thread_rotation.c): all of them, or none at 16. */
+int bsw_pipeline_thread_rotation(struct bsw_pipeline *bp, uint32_t *n_threads,
+				 uint32_t *n_own_handlers);
+
 /* ---- counters, meters, registers (summed / applied over instances) ---- */
 int bsw_regarray_read(struct bsw_pipeline *bp, const char *name, uint32_t index,
 		      uint64_t *value);

@@ -1,6 +1,6 @@
-/* The texts of bsw_swx_exact_access.h, bsw_swx_emit.h and bsw_swx_group_chain.h,
- * NUL-terminated, for the pipeline build to put in front of the code it
- * generates (bsw_pipeline.c). */
+/* The texts of bsw_swx_exact_access.h, bsw_swx_emit.h, bsw_swx_group_chain.h
+ * and bsw_swx_threads.h, NUL-terminated, for the pipeline build to put in
+ * front of the code it generates (bsw_pipeline.c). */
 	.section .rodata
 	.global bsw_exact_access_h
 	.type bsw_exact_access_h, @object
@@ -20,4 +20,10 @@ bsw_group_chain_h:
 	.incbin "bsw_swx_group_chain.h"
 	.byte 0
 	.size bsw_group_chain_h, . - bsw_group_chain_h
+	.global bsw_threads_h
+	.type bsw_threads_h, @object
+bsw_threads_h:
+	.incbin "bsw_swx_threads.h"
+	.byte 0
+	.size bsw_threads_h, . - bsw_threads_h
 	.section .note.GNU-stack, "", @progbits

@@ -75,6 +75,7 @@ struct bsw_pipeline {
 	int workers_started;
 	int released;		/* tables handed to rte_swx_ctl (benchmark) */
 	int no_index_tables;	/* DPDK's exact type only (bsw_pipeline.c: index_tables_wanted) */
+	uint32_t n_threads;	/* SWX threads its packets rotate over (bsw_thread_rotation.c) */
 };
 
 int bsw_tables_init(struct bsw_pipeline *bp);
@@ -113,6 +114,18 @@ int bsw_exact_access_fence(const char *header, FILE *in, FILE *out, uint32_t *n_
  * BSW_CHAIN(p) call at each hand-over to the next instruction group; sets
  * *n_chained to their number. */
 int bsw_group_chain(FILE *in, FILE *out, uint32_t *n_chained);
+
+/* bsw_thread_rotation.c */
+uint32_t bsw_threads_wanted(const char *spec_path, int chain);
+int bsw_threads_header(const char *include_dir, const char *out_dir, uint32_t n_threads);
+struct rte_swx_pipeline;
+int bsw_threads_install(struct rte_swx_pipeline *p);
+uint32_t bsw_threads_own_handlers(struct rte_swx_pipeline *p);
+
+/* bsw_port_reader_free.c: frees what the ring and ethdev readers still
+ * hold and empties their bursts, before rte_swx_pipeline_free(); returns
+ * the readers it did not recognise (left to DPDK's free as they are). */
+uint32_t bsw_port_readers_release(struct rte_swx_pipeline *p);
 /* bsw_emit_run.c: copies generated pipeline C from in to out with each run
  * of two or more consecutive emits (the last perhaps fused with tx) as one
  * call of bsw_swx_emit.h; sets *n_runs to their number. */

@@ -13,6 +13,7 @@
 #include <rte_meter.h>
 
 #include "bsw_internal.h"
+#include "rte_swx_pipeline_internal.h"
 #include "rte_swx_pipeline_spec.h"
 
 /* FNV-1a over the spec text: the compiled library is cached under this name,
@@ -34,6 +35,7 @@ spec_hash(FILE *f)
 extern const char bsw_exact_access_h[];
 extern const char bsw_group_chain_h[];
 extern const char bsw_emit_h[];
+extern const char bsw_threads_h[];
 
 static uint64_t
 text_hash(uint64_t h, const char *s)
@@ -252,9 +254,10 @@ file_exists(const char *path)
 
 static int
 codegen_and_compile(const char *spec_path, const char *work_dir, const char *include_dir,
-		    char *lib_path, size_t lib_path_size)
+		    char *lib_path, size_t lib_path_size, uint32_t *n_threads)
 {
-	char c_path[512], log_path[512], tmp_lib[600], cmd[4096];
+	char c_path[512], log_path[512], tmp_lib[600], cmd[4096], threads_dir[600] = "";
+	char threads_inc[700] = "";
 	const char *err_msg = NULL;
 	uint32_t err_line = 0;
 	FILE *spec, *code;
@@ -299,6 +302,23 @@ codegen_and_compile(const char *spec_path, const char *work_dir, const char *inc
 		h = text_hash(h, bsw_group_chain_h);
 	if (stats)
 		h = text_hash(h, TABLE_STATS_DEFINE);
+	/* Fewer threads (bsw_thread_rotation.c): the generated code is compiled
+	 * against a copy of DPDK's internal header made for it. */
+	*n_threads = bsw_threads_wanted(spec_path, chain);
+	if (*n_threads < RTE_SWX_PIPELINE_THREADS_MAX) {
+		snprintf(threads_dir, sizeof(threads_dir), "%s/swx-threads-%u", work_dir, *n_threads);
+		if (bsw_threads_header(include_dir, threads_dir, *n_threads)) {
+			fprintf(stderr, "bsw: %s: rotating over all %d threads\n", bsw_last_error(),
+				RTE_SWX_PIPELINE_THREADS_MAX);
+			*n_threads = RTE_SWX_PIPELINE_THREADS_MAX;
+		} else {
+			char tag[32];
+
+			snprintf(tag, sizeof(tag), "threads=%u", *n_threads);
+			h = text_hash(text_hash(h, tag), bsw_threads_h);
+			snprintf(threads_inc, sizeof(threads_inc), "-I '%s'", threads_dir);
+		}
+	}
 	snprintf(lib_path, lib_path_size, "%s/pipeline-%016llx.so", work_dir,
 		 (unsigned long long)h);
 	if (file_exists(lib_path)) {
@@ -326,6 +346,8 @@ codegen_and_compile(const char *spec_path, const char *work_dir, const char *inc
 			fputs(TABLE_STATS_DEFINE, code);
 		fprintf(code, "%s\n", bsw_group_chain_h);
 		passes[n_passes++] = chain_pass;
+		if (*n_threads < RTE_SWX_PIPELINE_THREADS_MAX)
+			fprintf(code, "%s\n", bsw_threads_h);
 	}
 	status = codegen_passes(spec, code, passes, n_passes, &err_line, &err_msg);
 	fclose(spec);
@@ -346,8 +368,8 @@ codegen_and_compile(const char *spec_path, const char *work_dir, const char *inc
 	snprintf(tmp_lib, sizeof(tmp_lib), "%s.%d.tmp", lib_path, (int)getpid());
 	snprintf(cmd, sizeof(cmd),
 		 "gcc -O3 -fPIC -shared -Wno-deprecated-declarations %s "
-		 "$(pkg-config --cflags libdpdk) -I '%s' -o '%s' '%s' > '%s' 2>&1",
-		 trace ? "-DTRACE_LEVEL=1" : "", include_dir, tmp_lib, c_path, log_path);
+		 "$(pkg-config --cflags libdpdk) %s -I '%s' -o '%s' '%s' > '%s' 2>&1",
+		 trace ? "-DTRACE_LEVEL=1" : "", threads_inc, include_dir, tmp_lib, c_path, log_path);
 	status = system(cmd);
 	if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status)) {
 		bsw_set_error("gcc failed on the generated pipeline code, see %s", log_path);
@@ -423,7 +445,7 @@ bsw_pipeline_build(const char *spec_path, const char *work_dir, const char *incl
 {
 	struct bsw_pipeline *bp;
 	char lib_path[512];
-	uint32_t i;
+	uint32_t i, n_threads = RTE_SWX_PIPELINE_THREADS_MAX;
 	int status, frame_length;
 
 	if (!n_instances || n_instances > BSW_MAX_INSTANCES) {
@@ -433,7 +455,7 @@ bsw_pipeline_build(const char *spec_path, const char *work_dir, const char *incl
 	*used_mode = BSW_BUILD_INTERPRETED;
 	if (mode != BSW_BUILD_INTERPRETED) {
 		status = codegen_and_compile(spec_path, work_dir, include_dir, lib_path,
-					     sizeof(lib_path));
+					     sizeof(lib_path), &n_threads);
 		if (!status)
 			*used_mode = BSW_BUILD_COMPILED;
 		else if (mode == BSW_BUILD_COMPILED_ONLY)
@@ -448,6 +470,7 @@ bsw_pipeline_build(const char *spec_path, const char *work_dir, const char *incl
 	if (!bp)
 		return -ENOMEM;
 	bp->no_index_tables = !index_tables_wanted(spec_path);
+	bp->n_threads = *used_mode == BSW_BUILD_COMPILED ? n_threads : RTE_SWX_PIPELINE_THREADS_MAX;
 	bp->n_instances = n_instances;
 	rte_spinlock_init(&bp->cpu_in_lock);
 	rte_spinlock_init(&bp->cpu_out_lock);
@@ -480,6 +503,11 @@ bsw_pipeline_build(const char *spec_path, const char *work_dir, const char *incl
 				      "matches this DPDK",
 				      i, lib_path, strerror(-status));
 			goto error;
+		}
+		if (*used_mode == BSW_BUILD_COMPILED && n_threads < RTE_SWX_PIPELINE_THREADS_MAX) {
+			status = bsw_threads_install(bp->inst[i].p);
+			if (status)
+				goto error;
 		}
 		bp->workers[i].p = bp->inst[i].p;
 		if (frame_length) {
@@ -516,8 +544,15 @@ bsw_pipeline_free(struct bsw_pipeline *bp)
 	bsw_workers_stop(bp);
 	bsw_tables_free(bp);
 	for (i = 0; i < bp->n_instances; i++) {
-		if (bp->inst[i].p)
+		if (bp->inst[i].p) {
+			uint32_t n_left = bsw_port_readers_release(bp->inst[i].p);
+
+			if (n_left)
+				fprintf(stderr, "bsw: %u input port(s) not of the DPDK 22.11 layout "
+					"bsw_port_reader_free.c knows: DPDK frees their last burst "
+					"as it is\n", n_left);
 			rte_swx_pipeline_free(bp->inst[i].p);
+		}
 		free(bp->inst[i].frame_length_ports);
 		free(bp->inst[i].rx_backoff);
 	}
