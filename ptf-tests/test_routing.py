@@ -138,7 +138,8 @@ class NotRoutedHere(BngTest):
     link-local source or destination, or a multicast destination, that is
     not one of the BNG's own addresses (RFC 4291 2.5.6): dropped, not sent
     along the default route. The same kinds of packets with global unicast
-    addresses, from the core, are routed."""
+    addresses, from the core, are routed; and a blackhole route inside the
+    IPv6 default route drops what it covers (NO_ROUTE)."""
 
     def runTest(self):
         self.install_core_route()
@@ -151,6 +152,11 @@ class NotRoutedHere(BngTest):
         ok = IPv6(src="2001:db8:9::1", dst="2001:db8:ffff::1", hlim=9) / UDP(sport=1, dport=2) / Raw(b"b" * 18)
         self.send(CORE1, Ether(src=CORE_ROUTER_MAC, dst=BNG_MAC) / ok)
         self.expect(Ether(src=BNG_MAC, dst=CORE_ROUTER_MAC, type=0x86dd) / routed_ipv6(ok), CORE1)
+        # a blackhole (next hop 0, as the controller installs for its pools)
+        # inside ::/0: the longer prefix wins (the /0 once outranked it)
+        self.insert("fib_v6", {"dst_prefix": (0x2001_0db8_0077_0000, 48)}, "set_nexthop", nexthop_id=0)
+        pool = IPv6(src="2001:db8:9::1", dst="2001:db8:77::1", hlim=9) / UDP(sport=1, dport=2) / Raw(b"p" * 18)
+        self.expect_drop(CORE1, Ether(src=CORE_ROUTER_MAC, dst=BNG_MAC) / pool, "NO_ROUTE")
         for src, dst in (("2001:db8:9::1", "fe80::99"), ("fe80::5", "2001:db8:ffff::1"),
                          ("2001:db8:9::1", "ff0e::5")):
             with self.subTest(src=src, dst=dst):

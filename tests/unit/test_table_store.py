@@ -336,6 +336,22 @@ def test_wildcard_tables_rebuild_once_per_batch_with_lpm_priority(env):
     assert len(ops) == 1
 
 
+def test_an_omitted_lpm_field_is_a_slash_0_and_loses_to_every_prefix(env):
+    """P4Runtime 9.1.1: a don't-care LPM field is a /0. In DPDK's wildcard
+    tables the lowest number wins, so a default route must have the largest
+    (it once had 0, and outranked every route: fib_v6's ::/0 then took
+    traffic its blackhole routes were there to drop)."""
+    store, _ = env
+    ops, undo = libbsw.OpBatch(), []
+    store.apply(upd(p4r.Update.INSERT, te(2, [], 11)), ops, undo)
+    store.apply(upd(p4r.Update.INSERT, te(2, [(1, "lpm", b"\x0a\x00\x00\x00", 8)], 11)), ops, undo)
+    store.apply(upd(p4r.Update.INSERT, te(2, [(1, "lpm", b"\x0a\x01\x02\x03", 32)], 11)), ops, undo)
+    store.add_rebuilds(ops)
+    prio = {bytes(e.key_mask): e.priority for e in ops.ops[0].entries}
+    assert sorted(prio.values()) == [0, 32 - 8, 32]
+    assert prio[bytes(4)] == 32             # the /0: mask all zeros, last
+
+
 def test_default_action(env):
     store, _ = env
     # @defaultonly drop is fine as default, const default refused, reset restores the program's default

@@ -162,6 +162,11 @@ class TableStore:
             if fm is None:
                 if f.match_type == MT.EXACT:
                     raise _invalid(f"{what}: exact field missing")
+                if f.match_type == MT.LPM:
+                    # a /0 (P4Runtime 9.1.1): the longest distance from a
+                    # full-length prefix, so the least priority; adding
+                    # nothing made a default route outrank every route
+                    prio += f.bitwidth
                 continue  # don't care: zero value and mask
             kind = fm.WhichOneof("field_match_type")
             n = f.swx_bits // 8
