@@ -42,7 +42,7 @@ def _fill(obj: Any, d: dict | None, path: str) -> Any:
 class SwitchConfig:
     address: str = "127.0.0.1:9559"
     device_id: int = 1
-    election_id: int = 10                 # highest wins; a standby controller uses a lower one
+    election_id: int = 10                 # a standby uses a lower one (p4runtime_async: takeover)
     packet_socket: str = ""               # the switch's local PacketIn/PacketOut channel (same host); "" = P4Runtime stream
 
 

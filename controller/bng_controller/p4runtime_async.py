@@ -151,6 +151,12 @@ def deletes(entities) -> list[Update]:
     return _updates(p4r.Update.DELETE, entities)
 
 
+def next_election_id(election_id: tuple[int, int]) -> tuple[int, int]:
+    """The 128-bit election id one above (high, low)."""
+    high, low = election_id
+    return (high + 1, 0) if low == (1 << 64) - 1 else (high, low + 1)
+
+
 class AsyncP4RuntimeClient:
     def __init__(self, address: str, device_id: int = 1, election_id: tuple[int, int] = (0, 1),
                  on_packet_in: Callable[[PacketIn], None] | None = None, packet_socket: str = ""):
@@ -195,19 +201,38 @@ class AsyncP4RuntimeClient:
         self._write = self._channel.unary_unary(WRITE_METHOD, request_serializer=None,
                                                 response_deserializer=p4r.WriteResponse.FromString)
         self._stream = self._stub.StreamChannel()
+        await self._send_arbitration()
+        claimed = False
+        while True:
+            resp = await asyncio.wait_for(self._stream.read(), timeout)
+            if resp is grpc.aio.EOF:
+                raise ConnectionError("stream closed during arbitration")
+            if resp.WhichOneof("update") != "arbitration":
+                continue
+            a = resp.arbitration
+            if a.status.code == code_pb2.OK:
+                return
+            highest = (a.election_id.high, a.election_id.low)
+            if a.status.code == code_pb2.NOT_FOUND and a.HasField("election_id") and not claimed:
+                # No primary (the last one left): the switch waits for an id
+                # at least the highest it has seen (P4Runtime spec 5). A
+                # standby claims the role above it; a primary that comes
+                # back later with its configured id is then the standby.
+                new_id = next_election_id(max(highest, self.election_id))
+                log.warning("no primary on the switch (highest election id seen %s): taking over with %s",
+                            highest, new_id)
+                self.election_id = new_id
+                claimed = True
+                await self._send_arbitration()
+                continue
+            raise NotPrimary(f"not primary: {a.status.message}")
+
+    async def _send_arbitration(self) -> None:
         req = p4r.StreamMessageRequest()
         a = req.arbitration
         a.device_id = self.device_id
         a.election_id.high, a.election_id.low = self.election_id
         await self._stream.write(req)
-        while True:
-            resp = await asyncio.wait_for(self._stream.read(), timeout)
-            if resp is grpc.aio.EOF:
-                raise ConnectionError("stream closed during arbitration")
-            if resp.WhichOneof("update") == "arbitration":
-                if resp.arbitration.status.code != code_pb2.OK:
-                    raise NotPrimary(f"not primary: {resp.arbitration.status.message}")
-                return
 
     # ---- the local packet channel ----
     async def _open_packet_channel(self) -> None:

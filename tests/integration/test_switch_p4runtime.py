@@ -243,10 +243,16 @@ def test_meter_and_register(client):
     assert client.read(p4r.Entity(register_entry=q))[0].register_entry.data.bitstring == b"\x12\x34"
 
 
+def _above(client, by: int = 10) -> tuple[int, int]:
+    """An election id above client's (which _primary_again raises)."""
+    return client.election_id[0], client.election_id[1] + by
+
+
 def _primary_again(client) -> None:
-    """After a higher election id left: ask, and wait until client is told
-    it is primary again."""
-    client.send_arbitration()
+    """After a higher election id (_above(client)) left, the switch has no
+    primary (P4Runtime spec 5): client takes over with an id above it, and
+    waits until it is told it is primary."""
+    client.send_arbitration(_above(client, 20))
     while client.arbitration.get(timeout=5).status.code != grpc.StatusCode.OK.value[0]:
         pass
 
@@ -254,15 +260,46 @@ def _primary_again(client) -> None:
 def test_forwarding_survives_client_disconnect_and_new_primary(lab, client):
     client.insert(*wire(client))
     try:
-        other = P4RuntimeClient(lab["sw"].address, election_id=(0, 20))
+        other = P4RuntimeClient(lab["sw"].address, election_id=_above(client))
         assert other.connect().status.code == grpc.StatusCode.OK.value[0]
         other.close()
         assert ping(lab["h1"], "10.9.0.2", count=2)
-        # The old primary is primary again once the higher one left.
+        # Until a client claims it again there is no primary: no writes.
+        with pytest.raises(WriteError) as e:
+            client.insert(client.table_entry("l2_fwd", {"dst_addr": 0x78}, "forward", {"port": 1}))
+        assert e.value.rpc_error.code() == grpc.StatusCode.PERMISSION_DENIED
         _primary_again(client)
         assert len(client.read_table("port_fwd")) == 2
     finally:
         client.delete(*wire(client))
+
+
+def test_a_standby_controller_takes_over_above_the_highest_election_id(lab, client):
+    """The controller's client (a standby, configured with a lower id) finds
+    the switch without a primary once the primary above it has left,
+    and claims the role above the highest id the switch saw; while the
+    primary was there it stayed a backup."""
+    import asyncio
+
+    from bng_controller.p4runtime_async import AsyncP4RuntimeClient, NotPrimary
+
+    other = P4RuntimeClient(lab["sw"].address, election_id=_above(client))
+    assert other.connect().status.code == grpc.StatusCode.OK.value[0]
+    highest = other.election_id
+
+    async def open_standby() -> tuple[int, int]:
+        standby = AsyncP4RuntimeClient(lab["sw"].address, election_id=(0, 3))
+        try:
+            await standby._open(5)
+            return standby.election_id
+        finally:
+            await standby._close()
+
+    with pytest.raises(NotPrimary):
+        asyncio.run(open_standby())
+    other.close()
+    assert asyncio.run(open_standby()) == (highest[0], highest[1] + 1)
+    _primary_again(client)
 
 
 def _channel(path: str, election_id: tuple[int, int], role: str = "") -> tuple[socket.socket, bytes]:
@@ -281,10 +318,10 @@ def test_packet_channel_only_for_the_primary_and_carries_packets_both_ways(lab, 
     s, reply = _channel(lab["pktio"], (0, 5))
     assert reply.startswith(b"ERR") and b"not the primary" in reply
     s.close()
-    s, reply = _channel(lab["pktio"], (0, 10), role="acl-only")
+    s, reply = _channel(lab["pktio"], client.election_id, role="acl-only")
     assert reply.startswith(b"ERR") and b"default role" in reply
     s.close()
-    s, reply = _channel(lab["pktio"], (0, 10))
+    s, reply = _channel(lab["pktio"], client.election_id)
     assert reply == b"OK"
     pin_hdr = {m.name: m.id for m in client.names.controller_header("packet_in").metadata}
     pout_hdr = {m.name: m.id for m in client.names.controller_header("packet_out").metadata}
@@ -337,7 +374,7 @@ def test_packet_channel_drops_bad_packet_outs_and_ends_when_its_client_is_no_lon
         client.insert(client.table_entry("packet_out_port", {"egress_port": 2}, "forward", {"port": 2}))
     pout_hdr = {m.name: (m.id, m.bitwidth) for m in client.names.controller_header("packet_out").metadata}
     port_id, port_bits = pout_hdr["egress_port"]
-    s, reply = _channel(lab["pktio"], (0, 10))
+    s, reply = _channel(lab["pktio"], client.election_id)
     assert reply == b"OK"
     rx = netlab.raw_socket(lab["t2"], lab["h2"], timeout=0.5)
     try:
@@ -355,7 +392,7 @@ def test_packet_channel_drops_bad_packet_outs_and_ends_when_its_client_is_no_lon
             seen |= {tag for tag, f in frames.items() if data == f}
         assert seen == {b"good-one"}
 
-        other = P4RuntimeClient(lab["sw"].address, election_id=(0, 20))
+        other = P4RuntimeClient(lab["sw"].address, election_id=_above(client))
         try:
             assert other.connect().status.code == grpc.StatusCode.OK.value[0]
             s.settimeout(3)

@@ -26,13 +26,49 @@ def test_highest_election_id_is_primary_and_backups_are_told():
     assert e.value.code == grpc.StatusCode.PERMISSION_DENIED
 
 
-def test_primary_leaving_promotes_the_next():
+def test_primary_leaving_leaves_no_primary_until_an_update_at_least_as_high():
+    """Spec 5: when the primary's stream breaks the server is without a
+    primary until a client sends an update with an election id at least the
+    highest seen; a backup connected all along does not take over by itself
+    (two controllers could then both believe they lead)."""
     arb = Arbitration(device_id=1)
     a, b = client(), client()
     arb.update(a, 1, "", (0, 5))
     arb.update(b, 1, "", (1, 0))
-    assert set(arb.remove(b)) == {a}
-    assert arb.primary() is a
+    assert set(arb.remove(b)) == {a}                 # a hears: no primary
+    assert arb.primary() is None
+    assert arb.status_for(a)[0] == grpc.StatusCode.NOT_FOUND
+    assert arb.highest_election_id("") == (1, 0)    # what the notification carries
+    with pytest.raises(ArbitrationError):
+        arb.check_primary(1, "", (0, 5))
+    assert arb.update(a, 1, "", (0, 5)) == [a]       # the same low id: still a backup
+    assert arb.primary() is None
+    c = client()
+    assert arb.update(c, 1, "", (0, 9)) == [c]       # a newcomer below the highest seen
+    assert arb.primary() is None and arb.status_for(c)[0] == grpc.StatusCode.NOT_FOUND
+    assert set(arb.update(a, 1, "", (1, 1))) == {a, c}   # above it: primary, all told
+    assert arb.primary() is a and arb.highest_election_id("") == (1, 1)
+    arb.check_primary(1, "", (1, 1))
+
+
+def test_a_primary_coming_back_with_the_same_id_is_primary_again():
+    arb = Arbitration(device_id=1)
+    a = client()
+    arb.update(a, 1, "", (0, 10))
+    arb.remove(a)
+    again = client()
+    assert arb.update(again, 1, "", (0, 10)) == [again]
+    assert arb.primary() is again
+
+
+def test_a_primary_that_downgrades_itself_leaves_no_primary():
+    arb = Arbitration(device_id=1)
+    a, b = client(), client()
+    arb.update(a, 1, "", (0, 5))
+    arb.update(b, 1, "", (0, 9))
+    assert set(arb.update(b, 1, "", (0, 2))) == {a, b}
+    assert arb.primary() is None
+    assert arb.status_for(b)[0] == grpc.StatusCode.NOT_FOUND
 
 
 def test_duplicate_election_id_and_wrong_device():

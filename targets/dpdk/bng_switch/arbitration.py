@@ -1,9 +1,17 @@
 """P4Runtime client arbitration (spec section 5): primary and backup clients.
 
-Per role, the connected client with the highest election id is the primary.
-Only the primary may write, set the pipeline or send packets; every client
-of the role hears when the primary changes. Pure bookkeeping, no I/O: the
-service gives it events and sends what it returns.
+Per role, a client becomes primary when its election id is at least the
+highest the server has seen for the role (election_id_past); any other
+client is a backup. When the primary's stream breaks or it downgrades
+itself, the role has no primary until some client sends an arbitration
+update with an id at least that high (spec 5, "the P4Runtime server will be
+without a primary controller, until a client sends a successful
+MasterArbitrationUpdate"): a backup that was connected all along does not
+take over by itself, which is what keeps two controllers that each think
+they lead from both writing. Only the primary may write, set the pipeline
+or send packets; every client of the role hears when the primary changes.
+Pure bookkeeping, no I/O: the service gives it events and sends what it
+returns.
 """
 from __future__ import annotations
 
@@ -42,17 +50,15 @@ class Arbitration:
         self.device_id = device_id
         self._lock = threading.Lock()
         self._clients: set[Client] = set()
+        self._primaries: dict[str, Client] = {}
+        self._past: dict[str, tuple[int, int]] = {}     # role -> election_id_past
 
     def _role_clients(self, role: str) -> list[Client]:
         return [c for c in self._clients if c.role == role and c.election_id is not None]
 
     def primary(self, role: str = "") -> Client | None:
         with self._lock:
-            return self._primary(role)
-
-    def _primary(self, role: str) -> Client | None:
-        cands = [c for c in self._role_clients(role) if c.election_id != UNSET]
-        return max(cands, key=lambda c: c.election_id) if cands else None
+            return self._primaries.get(role)
 
     def update(self, client: Client, device_id: int, role: str, election_id: tuple[int, int]) -> list[Client]:
         """A MasterArbitrationUpdate from client (election_id UNSET when it
@@ -66,28 +72,36 @@ class Arbitration:
                 if other is not client and other.election_id == election_id != UNSET:
                     raise ArbitrationError(grpc.StatusCode.INVALID_ARGUMENT,
                                            f"election id {election_id} is used by another client of this role")
-            before = self._primary(role)
+            before = self._primaries.get(role)
             client.role, client.election_id = role, election_id
             self._clients.add(client)
-            after = self._primary(role)
+            past = self._past.get(role)
+            if election_id != UNSET and (past is None or election_id >= past):
+                self._primaries[role] = client
+                self._past[role] = election_id
+            elif before is client:
+                del self._primaries[role]          # the primary downgraded itself
             # The sender always gets an answer; everyone else only when the
             # primary changed.
-            if before is not after:
+            if self._primaries.get(role) is not before:
                 return self._role_clients(role)
             return [client]
 
     def remove(self, client: Client) -> list[Client]:
+        """The client's stream closed; returns the clients to notify (all of
+        its role's when it was their primary: the role now has none)."""
         with self._lock:
             if client not in self._clients:
                 return []
-            before = self._primary(client.role)
             self._clients.discard(client)
-            after = self._primary(client.role)
-            return self._role_clients(client.role) if before is not after else []
+            if self._primaries.get(client.role) is client:
+                del self._primaries[client.role]
+                return self._role_clients(client.role)
+            return []
 
     def status_for(self, client: Client) -> tuple[grpc.StatusCode, str]:
         with self._lock:
-            p = self._primary(client.role)
+            p = self._primaries.get(client.role)
         if p is client:
             return grpc.StatusCode.OK, "primary"
         if p is None:
@@ -95,8 +109,14 @@ class Arbitration:
         return grpc.StatusCode.ALREADY_EXISTS, "backup: a client with a higher election id is primary"
 
     def highest_election_id(self, role: str) -> tuple[int, int] | None:
+        """election_id_past: the highest election id any primary of the role
+        has had (what notifications carry); None before the first."""
         with self._lock:
-            p = self._primary(role)
+            return self._past.get(role)
+
+    def primary_election_id(self, role: str) -> tuple[int, int] | None:
+        with self._lock:
+            p = self._primaries.get(role)
             return p.election_id if p else None
 
     def check_primary(self, device_id: int, role: str, election_id: tuple[int, int]) -> None:
@@ -105,7 +125,7 @@ class Arbitration:
         if device_id != self.device_id:
             raise ArbitrationError(grpc.StatusCode.NOT_FOUND, f"unknown device id {device_id}")
         with self._lock:
-            p = self._primary(role)
+            p = self._primaries.get(role)
             if p is None or p.election_id != election_id:
                 raise ArbitrationError(grpc.StatusCode.PERMISSION_DENIED,
                                        f"election id {election_id} is not the primary of role '{role}'")

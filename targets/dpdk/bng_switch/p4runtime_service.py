@@ -78,7 +78,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             t.start()
 
     def _is_primary(self, device_id: int, role: str, election_id: tuple[int, int]) -> bool:
-        return device_id == self.device.config.device_id and self.arb.highest_election_id(role) == election_id
+        return device_id == self.device.config.device_id and self.arb.primary_election_id(role) == election_id
 
     def stop(self) -> None:
         if self.packet_socket is not None:
@@ -570,7 +570,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         a.device_id = self.device.config.device_id
         a.role.name = c.role
         high = self.arb.highest_election_id(c.role)
-        if high is not None:    # no primary: left unset (spec, Arbitration and Controller Replication)
+        if high is not None:    # no primary yet, ever: left unset (spec, Client Arbitration Notifications)
             a.election_id.high, a.election_id.low = high
         a.status.code = code.value[0]
         a.status.message = msg
