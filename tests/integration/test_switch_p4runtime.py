@@ -536,7 +536,9 @@ def test_direct_resource_errors(lab, client):
 def test_reconcile_onto_a_new_program_keeps_entries_and_direct_meter_configs(lab, client):
     """RECONCILE_AND_COMMIT with a different program (here: the same one
     with a changed spec text) rebuilds the pipeline and reinstalls the
-    entries; a direct meter keeps its config and polices as before."""
+    entries; a direct meter keeps its config and polices as before, an
+    indirect meter keeps its config (a BNG's per-subscriber policers were
+    lost) and a default entry the client set stays set."""
     p4info_path, device_config = program_files("switch_test")
     p4info = P4RuntimeClient.load_p4info(str(p4info_path))
     bundle = json.loads(device_config.read_bytes())
@@ -546,6 +548,13 @@ def test_reconcile_onto_a_new_program_keeps_entries_and_direct_meter_configs(lab
     host = client.table_entry("host_policy", {"src_addr": H1_MAC_INT}, "police_host", {})
     host.meter_config.cir, host.meter_config.cburst, host.meter_config.pir, host.meter_config.pburst = 1, 100, 1, 100
     client.insert(*wire(client), host)
+    m = client.names.meter("port_meter")
+    me = p4r.MeterEntry(meter_id=m.preamble.id)
+    me.index.index = 6
+    me.config.cir, me.config.cburst, me.config.pir, me.config.pburst = 1000, 1500, 2000, 3000
+    client.write([(p4r.Update.MODIFY, p4r.Entity(meter_entry=me))])
+    default = client.table_entry("l2_fwd", None, "forward", {"port": 2}, default=True)
+    client.write([(p4r.Update.MODIFY, p4r.Entity(table_entry=default))])
     reconcile = p4r.SetForwardingPipelineConfigRequest.RECONCILE_AND_COMMIT
     try:
         client.set_pipeline(p4info, changed, action=reconcile)
@@ -553,6 +562,16 @@ def test_reconcile_onto_a_new_program_keeps_entries_and_direct_meter_configs(lab
         got = client.read(p4r.Entity(direct_meter_entry=p4r.DirectMeterEntry(table_entry=host)))[0]
         assert got.direct_meter_entry.config == host.meter_config
         assert _send_and_count_at_h2(lab, frame, 4) == 1
+        q = p4r.MeterEntry(meter_id=m.preamble.id)
+        q.index.index = 6
+        assert client.read(p4r.Entity(meter_entry=q))[0].meter_entry.config == me.config
+        q = client.table_entry("l2_fwd", None, None, None, default=True)
+        got = client.read(p4r.Entity(table_entry=q))[0].table_entry
+        assert got.action.action.action_id == client.names.action("forward").preamble.id
     finally:
         client.delete(*wire(client), host)
+        me.ClearField("config")
+        client.write([(p4r.Update.MODIFY, p4r.Entity(meter_entry=me))])
+        client.write([(p4r.Update.MODIFY, p4r.Entity(table_entry=client.table_entry("l2_fwd", None, None, None,
+                                                                                      default=True)))])
         client.set_pipeline(p4info, device_config.read_bytes(), action=reconcile)

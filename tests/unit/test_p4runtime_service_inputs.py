@@ -117,6 +117,19 @@ def test_indexes_and_empty_entities_get_the_codes_the_spec_gives():
     assert e.value.code == grpc.StatusCode.INVALID_ARGUMENT
 
 
+def test_a_read_asking_for_the_time_since_the_last_hit_is_refused():
+    """P4Runtime 9.1.8: no table here supports idle timeout; such a read
+    got entries without the field it asked for."""
+    svc, dev, _ = service()
+    write(svc, upd(p4r.Update.INSERT, te(1, [(1, "exact", MAC)], 10, [(1, b"\x01")])))
+    q = p4r.Entity(table_entry=p4r.TableEntry(table_id=1))
+    assert len(list(svc._read_entity(q))) == 1
+    q.table_entry.time_since_last_hit.SetInParent()
+    with pytest.raises(P4RuntimeError) as e:
+        list(svc._read_entity(q))
+    assert e.value.code == grpc.StatusCode.INVALID_ARGUMENT and "idle timeout" in e.value.message
+
+
 def test_counter_reads_hold_the_device_lock_and_stop_when_the_pipeline_is_replaced():
     """Indexed reads called the pipeline without Device.lock, which a
     SetForwardingPipelineConfig holds while it frees the pipeline: a read

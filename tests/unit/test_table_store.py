@@ -475,10 +475,21 @@ def test_counter_data_and_meter_config_in_table_writes(direct_env):
     # Read returns the entry without what the write carried for its resources
     (got,) = store.read(te(1, [(1, "exact", MAC)]))
     assert not got.HasField("counter_data") and not got.HasField("meter_config")
-    # a modify without a meter config keeps the entry's
+    # a modify without a meter config resets the meter to the default
+    # (P4Runtime 9.1.7: to keep it, a modify carries it again)
     _, stored = store.apply(upd(p4r.Update.MODIFY, te(1, [(1, "exact", MAC)], 10, [(1, b"\x06")])), ops, undo)
-    assert stored.meter_config.pir == 200
+    assert stored.meter_config is None
     assert store.find(te(1, [(1, "exact", MAC)]))[1] is stored
+    # a modify without an action keeps the entry's action (9.1.2) and
+    # changes only its direct resources
+    m = te(1, [(1, "exact", MAC)])
+    m.meter_config.cir, m.meter_config.pir, m.meter_config.cburst, m.meter_config.pburst = 1, 2, 3, 3
+    before = stored
+    _, stored = store.apply(upd(p4r.Update.MODIFY, m), ops, undo)
+    assert stored.meter_config.pir == 2
+    assert (stored.action_id, stored.action_data) == (before.action_id, before.action_data)
+    (got,) = store.read(te(1, [(1, "exact", MAC)]))
+    assert got.action.action.action_id == 10 and got.action.action.params[0].value == b"\x06"
     with pytest.raises(P4RuntimeError) as err:
         store.find(te(1, [(1, "exact", b"\x02\x00\x00\x00\x00\x09")]))
     assert err.value.code == grpc.StatusCode.NOT_FOUND
@@ -629,3 +640,20 @@ def test_meter_configs_dpdk_would_refuse_are_refused_up_front(cir, cburst, pir, 
         with pytest.raises(P4RuntimeError) as e:
             check_meter_config(cfg, "m")
         assert e.value.code == grpc.StatusCode.INVALID_ARGUMENT
+
+
+@pytest.mark.parametrize("field", ["idle_timeout_ns", "time_since_last_hit"])
+def test_idle_timeout_is_refused_not_silently_kept(env, field):
+    """P4Runtime 9.1.8: no table here supports idle timeout, so a TTL or a
+    time since the last hit in a write is INVALID_ARGUMENT (they were
+    accepted and echoed back by Read)."""
+    store, _ = env
+    e = te(1, [(1, "exact", MAC)], 11)
+    if field == "idle_timeout_ns":
+        e.idle_timeout_ns = 5_000_000_000
+    else:
+        e.time_since_last_hit.elapsed_ns = 1
+    with pytest.raises(P4RuntimeError) as err:
+        apply(store, p4r.Update.INSERT, e)
+    assert err.value.code == grpc.StatusCode.INVALID_ARGUMENT and "idle timeout" in err.value.message
+    assert not store.tables[1].entries

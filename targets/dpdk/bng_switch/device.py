@@ -165,6 +165,7 @@ class Device:
                 self.current = pc
                 return
             old_entries = self._exported_entries() if reconcile else []
+            old_meters = self._exported_meters() if reconcile else []
             new = self._build(pc)
             # neither a packet-in nor a packet-out may be using it meanwhile
             with self._packet_in_lock, self._packet_out_lock:
@@ -176,6 +177,8 @@ class Device:
             self.store = TableStore(pc.pmap)
             self.meter_configs.clear()
             self.pipeline.workers_start(self.config.idle_us, self.config.worker_nice)
+            if old_meters:
+                self._reconfigure_meters(old_meters)
             if old_entries:
                 self._reinstall(old_entries)
 
@@ -215,14 +218,40 @@ class Device:
 
     def _exported_entries(self) -> list:
         """Entries by name with their direct meter configs, to reinstall on a
-        new program (RECONCILE_AND_COMMIT)."""
+        new program (RECONCILE_AND_COMMIT); a default entry the client set
+        comes as a MODIFY of the new table's default."""
         if self.store is None or self.current is None:
             return []
         out = []
         for ts in self.store.tables.values():
             for e in ts.entries.values():
                 out.append((ts.map.name, e.proto, e.meter_config))
+            if ts.default_proto is not None:
+                out.append((ts.map.name, ts.default_proto, ts.default_meter_config))
         return out
+
+    def _exported_meters(self) -> list[tuple[str, int, object]]:
+        """The indirect meters' configs by meter name and index: a BNG's
+        per-subscriber policers, which a new program must not lose."""
+        if self.current is None:
+            return []
+        meters = self.current.pmap.meters
+        return [(meters[mid].name, idx, cfg) for (mid, idx), cfg in self.meter_configs.items() if mid in meters]
+
+    def _reconfigure_meters(self, configs: list[tuple[str, int, object]]) -> None:
+        """Configure the new program's meters of the same name and size
+        that held them; what it has no room for is logged, not kept."""
+        by_name = {m.name: m for m in self.current.pmap.meters.values()}
+        kept = dropped = 0
+        for name, idx, cfg in configs:
+            m = by_name.get(name)
+            if m is None or idx >= m.size:
+                dropped += 1
+                continue
+            m.configure(self.pipeline, idx, cfg)
+            self.meter_configs[(m.id, idx)] = cfg
+            kept += 1
+        log.info("reconcile: %d meter configs kept, %d dropped (no such meter or index)", kept, dropped)
 
     def _reinstall(self, entries: list) -> None:
         """The new program's arrays start from zero: its counters count
@@ -238,19 +267,19 @@ class Device:
             if t is None:
                 dropped += 1
                 continue
-            u = p4r.Update(type=p4r.Update.INSERT)
+            u = p4r.Update(type=p4r.Update.MODIFY if proto.is_default_action else p4r.Update.INSERT)
             u.entity.table_entry.CopyFrom(proto)
             u.entity.table_entry.table_id = t.id
             if meter_config is not None and t.direct_meter is not None:
                 u.entity.table_entry.meter_config.CopyFrom(meter_config)
             try:
-                ts, stored = self.store.apply(u, ops, undo)   # an INSERT of a match entry returns both
+                ts, stored = self.store.apply(u, ops, undo)   # stored None: the default entry
                 kept += 1
             except Exception as e:  # the new program no longer accepts it
                 log.info("reconcile: entry of %s dropped: %s", name, e)
                 dropped += 1
                 continue
-            if stored.meter_config is not None:
+            if ts.meter_config(stored) is not None:
                 metered.append((ts, stored))
         self.store.add_rebuilds(ops)
         try:
@@ -263,7 +292,7 @@ class Device:
             raise
         direct = DirectResources(self.pipeline)
         for ts, stored in metered:
-            direct.write_meter(ts.map, stored, stored.meter_config)
+            direct.write_meter(ts.map, stored, ts.meter_config(stored))
         log.info("reconcile: %d entries kept (%d with a direct meter), %d dropped", kept, len(metered), dropped)
 
     # ---- data plane access ----

@@ -55,14 +55,15 @@ class DirectResources:
 
     def after_write(self, ts: TableState, update: p4r.Update, stored: StoredEntry | None) -> None:
         """What a committed INSERT or MODIFY of a table entry (stored None:
-        the default entry) does to its direct resources: an insert starts
-        from the request's counter data and meter config, or from zero and an
-        unconfigured meter; a modify changes only what the request carries."""
+        the default entry) does to its direct resources (P4Runtime 9.1.7):
+        an insert starts from the request's counter data, or zero; a modify
+        changes the counter only when the request carries counter data. The
+        meter takes the request's config either way, and without one goes
+        back to the default (never red)."""
         t = ts.map
         te = update.entity.table_entry
         insert = update.type == p4r.Update.INSERT
         if t.direct_counter is not None and (insert or te.HasField("counter_data")):
             self.write_counter(t, stored, te.counter_data)
-        reset_default = stored is None and not te.HasField("action")
-        if t.direct_meter is not None and (insert or te.HasField("meter_config") or reset_default):
+        if t.direct_meter is not None:
             self.write_meter(t, stored, ts.meter_config(stored))

@@ -31,8 +31,8 @@ from .gc_policy import GcPolicy
 from .packet_socket import PacketSocket
 from .pipeline_map import MappingError
 from .swx_spec import SpecError
-from .table_store import (P4RuntimeError, canonical, check_counter_data, check_meter_config, decode_value,
-                          reject_meter_counts)
+from .table_store import (IDLE_TIMEOUT_UNSUPPORTED, P4RuntimeError, canonical, check_counter_data,
+                          check_meter_config, decode_value, reject_meter_counts)
 
 log = logging.getLogger("bng_switch.p4runtime")
 
@@ -397,6 +397,8 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         dev = self.device
         if kind == "table_entry":
             q = ent.table_entry
+            if q.HasField("time_since_last_hit"):
+                raise P4RuntimeError(grpc.StatusCode.INVALID_ARGUMENT, IDLE_TIMEOUT_UNSUPPORTED)
             if not (q.HasField("counter_data") or q.HasField("meter_config") or q.HasField("meter_counter_data")):
                 with dev.lock:
                     entries = list(dev.store.read(q))

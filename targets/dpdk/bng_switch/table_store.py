@@ -104,6 +104,12 @@ def _without_direct(te: p4r.TableEntry) -> p4r.TableEntry:
     return out
 
 
+# P4Runtime 9.1.8: no table of this switch supports idle timeout (SWX
+# keeps no hit time per entry), so a write with a TTL or a read asking for
+# the time since the last hit is INVALID_ARGUMENT rather than silently kept.
+IDLE_TIMEOUT_UNSUPPORTED = "idle timeout is not supported (idle_timeout_ns must be 0, time_since_last_hit unset)"
+
+
 @dataclass(slots=True)
 class StoredEntry(libbsw.EntryBytes):
     """An entry as the pipeline holds it (the EntryBytes fields, which the
@@ -301,6 +307,8 @@ class TableStore:
             self._check_direct(t, te)
         if te.is_const:
             raise _invalid(f"table {t.name}: is_const must be false in a write (the server sets it on reads)")
+        if te.idle_timeout_ns or te.HasField("time_since_last_hit"):
+            raise _invalid(f"table {t.name}: {IDLE_TIMEOUT_UNSUPPORTED}")
         if te.is_default_action:
             self._apply_default(ts, kind, te, ops, undo)
             return ts, None
@@ -327,10 +335,21 @@ class TableStore:
                 ts.rebuild_pending = True
             return None
 
-        action_id, data = self._action(t, te, for_default=False)
+        if kind == Update.MODIFY and not te.HasField("action"):
+            # P4Runtime 9.1.2: a MODIFY may leave the action unset, and the
+            # entry keeps its own (it only changes direct resources then)
+            action_id, data = old.action_id, old.action_data
+            kept = p4r.TableEntry()
+            kept.CopyFrom(te)
+            kept.action.CopyFrom(old.proto.action)
+            te = kept
+        else:
+            action_id, data = self._action(t, te, for_default=False)
         # The request's own message: upb keeps the request alive through it,
-        # and nothing mutates a request after it is parsed.
-        meter_config = old.meter_config if old is not None else None
+        # and nothing mutates a request after it is parsed. A MODIFY without
+        # a meter config resets the direct meter to its default, as an INSERT
+        # without one starts there (P4Runtime 9.1.7, "Direct Resources").
+        meter_config = None
         if has_direct:
             if te.HasField("meter_config"):
                 meter_config = te.meter_config
@@ -372,10 +391,9 @@ class TableStore:
             proto = None
         old, old_meter = ts.default_proto, ts.default_meter_config
         ts.default_proto = proto
-        if te.HasField("meter_config"):
-            ts.default_meter_config = te.meter_config
-        elif proto is None:
-            ts.default_meter_config = None      # a reset resets its direct resources' configs (spec: Default Entry)
+        # without a meter config, the default entry's direct meter goes back
+        # to never red, as any entry's modify (and a reset) does
+        ts.default_meter_config = te.meter_config if te.HasField("meter_config") else None
         undo.append(lambda: (setattr(ts, "default_proto", old), setattr(ts, "default_meter_config", old_meter)))
         ops.set_default(t.swx_id, action_id, data)
 
