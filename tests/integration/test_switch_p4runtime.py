@@ -575,3 +575,33 @@ def test_reconcile_onto_a_new_program_keeps_entries_and_direct_meter_configs(lab
         client.write([(p4r.Update.MODIFY, p4r.Entity(table_entry=client.table_entry("l2_fwd", None, None, None,
                                                                                       default=True)))])
         client.set_pipeline(p4info, device_config.read_bytes(), action=reconcile)
+
+
+def test_commit_and_cookie_codes_follow_the_spec(client):
+    """Spec 14 and 15: COMMIT with nothing saved is NOT_FOUND and with a
+    config INVALID_ARGUMENT (nothing changes either way); a config set
+    without a cookie reads back without one."""
+    p4info_path, device_config = program_files("switch_test")
+    p4info = P4RuntimeClient.load_p4info(str(p4info_path))
+    A = p4r.SetForwardingPipelineConfigRequest
+
+    def set_raw(action, with_config: bool, cookie: int | None = None) -> None:
+        req = A(device_id=1, action=action)
+        req.election_id.high, req.election_id.low = client.election_id
+        if with_config:
+            req.config.p4info.CopyFrom(p4info)
+            req.config.p4_device_config = device_config.read_bytes()
+            if cookie is not None:
+                req.config.cookie.cookie = cookie
+        client.stub.SetForwardingPipelineConfig(req)
+
+    for with_config, code in ((False, grpc.StatusCode.NOT_FOUND), (True, grpc.StatusCode.INVALID_ARGUMENT)):
+        with pytest.raises(grpc.RpcError) as e:
+            set_raw(A.COMMIT, with_config)
+        assert e.value.code() == code
+    set_raw(A.RECONCILE_AND_COMMIT, True)           # the running program: state kept
+    get = client.stub.GetForwardingPipelineConfig(p4r.GetForwardingPipelineConfigRequest(device_id=1))
+    assert not get.config.HasField("cookie")
+    set_raw(A.RECONCILE_AND_COMMIT, True, cookie=7)
+    get = client.stub.GetForwardingPipelineConfig(p4r.GetForwardingPipelineConfigRequest(device_id=1))
+    assert get.config.cookie.cookie == 7

@@ -83,6 +83,19 @@ def test_duplicate_election_id_and_wrong_device():
     assert e.value.code == grpc.StatusCode.NOT_FOUND
 
 
+def test_a_live_stream_cannot_change_its_device_or_role():
+    """Spec 5.3: FAILED_PRECONDITION for a live stream (a first update with
+    an unknown device is NOT_FOUND, above)."""
+    arb = Arbitration(device_id=1)
+    a = client()
+    arb.update(a, 1, "", (0, 5))
+    for device_id, role in ((2, ""), (1, "pppoe")):
+        with pytest.raises(ArbitrationError) as e:
+            arb.update(a, device_id, role, (0, 5))
+        assert e.value.code == grpc.StatusCode.FAILED_PRECONDITION
+    assert arb.primary() is a
+
+
 def test_roles_have_separate_primaries():
     arb = Arbitration(device_id=1)
     a, b = client(), client()

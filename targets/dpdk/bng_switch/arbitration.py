@@ -63,11 +63,16 @@ class Arbitration:
     def update(self, client: Client, device_id: int, role: str, election_id: tuple[int, int]) -> list[Client]:
         """A MasterArbitrationUpdate from client (election_id UNSET when it
         carried none); returns the clients to notify."""
+        live = client.election_id is not None
         if device_id != self.device_id:
-            raise ArbitrationError(grpc.StatusCode.NOT_FOUND, f"unknown device id {device_id}")
+            # spec 5.3: a live stream naming another device is a precondition
+            # failure; a first update naming an unknown one is NOT_FOUND
+            raise ArbitrationError(grpc.StatusCode.FAILED_PRECONDITION if live else grpc.StatusCode.NOT_FOUND,
+                                   f"unknown device id {device_id}")
         with self._lock:
-            if client.election_id is not None and client.role != role:
-                raise ArbitrationError(grpc.StatusCode.INVALID_ARGUMENT, "a stream cannot change its role")
+            if live and client.role != role:
+                raise ArbitrationError(grpc.StatusCode.FAILED_PRECONDITION,
+                                       "a stream cannot change its role: open a new stream for the other role")
             for other in self._role_clients(role):
                 if other is not client and other.election_id == election_id != UNSET:
                     raise ArbitrationError(grpc.StatusCode.INVALID_ARGUMENT,

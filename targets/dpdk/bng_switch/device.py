@@ -42,7 +42,7 @@ class PipelineConfig:
     """What SetForwardingPipelineConfig carries: P4Info + our device config."""
     p4info: p4info_pb2.P4Info
     device_config: bytes
-    cookie: int
+    cookie: int | None          # None: the client sent none (Get leaves it unset)
     spec_text: str
     context: dict | None
     spec: swx_spec.Spec
@@ -82,7 +82,7 @@ def encode_device_config(spec_text: str, context: dict | None) -> bytes:
                       sort_keys=True).encode()
 
 
-def prepare(p4info: p4info_pb2.P4Info, device_config: bytes, cookie: int = 0) -> PipelineConfig:
+def prepare(p4info: p4info_pb2.P4Info, device_config: bytes, cookie: int | None = None) -> PipelineConfig:
     """Check a pipeline config without touching the data plane (VERIFY)."""
     spec_text, context = decode_device_config(device_config)
     spec = swx_spec.parse(spec_text)

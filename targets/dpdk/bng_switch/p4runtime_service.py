@@ -104,8 +104,12 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         dev = self.device
         try:
             if request.action == A.COMMIT:
+                # spec 14: no saved config is NOT_FOUND, a config given here
+                # INVALID_ARGUMENT
+                if request.HasField("config"):
+                    context.abort(grpc.StatusCode.INVALID_ARGUMENT, "COMMIT takes no config: it commits the saved one")
                 if dev.saved is None:
-                    context.abort(grpc.StatusCode.FAILED_PRECONDITION, "COMMIT without a saved config (VERIFY_AND_SAVE)")
+                    context.abort(grpc.StatusCode.NOT_FOUND, "COMMIT without a saved config (VERIFY_AND_SAVE)")
                 dev.commit(dev.saved)
                 dev.saved = None
                 return p4r.SetForwardingPipelineConfigResponse()
@@ -113,13 +117,15 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                 context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"unsupported action {request.action}")
             if not request.HasField("config"):
                 context.abort(grpc.StatusCode.INVALID_ARGUMENT, "config missing")
-            pc = prepare(request.config.p4info, request.config.p4_device_config, request.config.cookie.cookie)
+            pc = prepare(request.config.p4info, request.config.p4_device_config,
+                         request.config.cookie.cookie if request.config.HasField("cookie") else None)
             if request.action == A.VERIFY:
                 return p4r.SetForwardingPipelineConfigResponse()
             if request.action == A.VERIFY_AND_SAVE:
                 dev.saved = pc
                 return p4r.SetForwardingPipelineConfigResponse()
             dev.commit(pc, reconcile=request.action == A.RECONCILE_AND_COMMIT)
+            dev.saved = None            # a later COMMIT must not bring an older saved config back
             log.info("pipeline committed: %d tables, %d counters, %d meters", len(pc.pmap.tables), len(pc.pmap.counters), len(pc.pmap.meters))
         except (DeviceConfigError, SpecError, MappingError) as e:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
@@ -136,7 +142,8 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         if pc is None:
             return resp
         cfg = resp.config
-        cfg.cookie.cookie = pc.cookie
+        if pc.cookie is not None:       # unset when the client set none (spec 15)
+            cfg.cookie.cookie = pc.cookie
         if request.response_type in (R.ALL, R.P4INFO_AND_COOKIE):
             cfg.p4info.CopyFrom(pc.p4info)
         if request.response_type in (R.ALL, R.DEVICE_CONFIG_AND_COOKIE):
