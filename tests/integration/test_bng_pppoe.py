@@ -68,10 +68,20 @@ def test_sessions_come_up_and_pass_traffic_both_ways(lab, auth, vlans, request):
     e = lab.emulator(f"emu-{case}", "--sessions", str(n), "--auth", auth,
                      "--username", "user{i}@lab.test", *vlans,
                      "--ping", lab.core_host_ip, "--ping-interval", "0.2", "--hold", "--setup-timeout", "30",
+                     "--report-sessions",
                      "--mac-base", f"02:{len(vlans):02x}:{ord(auth[0]):02x}:{len(case):02x}:00:00")
     try:
         st = e.wait_status(lambda s: s["established"] == n and s["ping"]["received"] >= 2 * n, 60,
                            "sessions up and pinging")
+        # What the subscribers saw of the BNG: no protocol error (a PADS
+        # without Host-Uniq, a wrong magic, traffic for another session, ...
+        # count there and end no session), every session authenticated with
+        # the method asked for (a BNG that left out Auth-Protocol would have
+        # brought them up as "none") and given an address of its own.
+        assert st["protocol_errors"] == {}, st["protocol_errors"]
+        per = st["sessions"]
+        assert [x["auth"] for x in per] == [auth] * n, [x["auth"] for x in per]
+        assert len({x["ipv4"] for x in per}) == n
         sessions = lab.controller.api("sessions")["sessions"]
         mine = [s for s in sessions if s["state"] == "up"]
         assert len(mine) == n
