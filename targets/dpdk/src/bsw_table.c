@@ -584,7 +584,10 @@ bsw_table_commit(struct bsw_pipeline *bp, const struct bsw_op *ops, uint32_t n_o
 		}
 	}
 
-	/* Stage 2: swap, wait for packets holding the old arrays, replay. */
+	/* Stage 2: swap, wait for packets holding the old arrays, replay. The
+	 * standby's writes are ordered before the pointer that publishes it
+	 * (a no-op on x86, a barrier where stores may pass stores). */
+	__atomic_thread_fence(__ATOMIC_RELEASE);
 	for (k = 0; k < bp->n_instances; k++)
 		rte_swx_pipeline_table_state_set(bp->inst[k].p, bp->inst[k].standby);
 	bsw_workers_quiesce(bp);

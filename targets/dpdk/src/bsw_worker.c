@@ -179,6 +179,14 @@ bsw_workers_quiesce(struct bsw_pipeline *bp)
 
 	if (!bp->workers_started)
 		return;
+	/* What the caller stored before (the swapped table state pointer, a
+	 * plain store inside DPDK) must be visible before the idle flags are
+	 * read: without a full fence the store can wait in this CPU's store
+	 * buffer while a worker wakes (idle = 0), reads the old pointer and is
+	 * still counted idle, and the old tables are then rewritten or freed
+	 * under it (x86 reorders a store with a later load; seq_cst loads
+	 * alone are plain loads there). */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	for (k = 0; k < bp->n_instances; k++)
 		start[k] = __atomic_load_n(&bp->workers[k].epoch, __ATOMIC_SEQ_CST);
 	do {
