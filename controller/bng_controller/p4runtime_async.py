@@ -168,6 +168,10 @@ class AsyncP4RuntimeClient:
         self._pkt_backlog: collections.deque[bytes] = collections.deque()
         self.device_id = device_id
         self.election_id = election_id
+        # each connection starts from the configured id: an id claimed in a
+        # takeover (_open) must not outrank a configured primary once the
+        # switch has forgotten the ids it saw (a restart)
+        self.configured_election_id = election_id
         self.on_packet_in = on_packet_in
         self.names: P4InfoNames | None = None
         self.writer = EntryWriter(self)
@@ -201,6 +205,7 @@ class AsyncP4RuntimeClient:
         self._write = self._channel.unary_unary(WRITE_METHOD, request_serializer=None,
                                                 response_deserializer=p4r.WriteResponse.FromString)
         self._stream = self._stub.StreamChannel()
+        self.election_id = self.configured_election_id
         await self._send_arbitration()
         claimed = False
         while True:

@@ -236,19 +236,27 @@ class Device:
         if self.current is None:
             return []
         meters = self.current.pmap.meters
-        return [(meters[mid].name, idx, cfg) for (mid, idx), cfg in self.meter_configs.items() if mid in meters]
+        return [(meters[mid].name, meters[mid].unit, idx, cfg) for (mid, idx), cfg in self.meter_configs.items()
+                if mid in meters]
 
-    def _reconfigure_meters(self, configs: list[tuple[str, int, object]]) -> None:
-        """Configure the new program's meters of the same name and size
-        that held them; what it has no room for is logged, not kept."""
+    def _reconfigure_meters(self, configs: list[tuple[str, int, int, object]]) -> None:
+        """Configure the new program's meters of the same name and unit
+        (bytes, packets) at the indexes that held a config; one it has no
+        such meter or index for, or that fails, is logged, not kept (as an
+        entry the new program refuses)."""
         by_name = {m.name: m for m in self.current.pmap.meters.values()}
         kept = dropped = 0
-        for name, idx, cfg in configs:
+        for name, unit, idx, cfg in configs:
             m = by_name.get(name)
-            if m is None or idx >= m.size:
+            if m is None or m.unit != unit or idx >= m.size:
                 dropped += 1
                 continue
-            m.configure(self.pipeline, idx, cfg)
+            try:
+                m.configure(self.pipeline, idx, cfg)
+            except libbsw.BswError as e:
+                log.info("reconcile: meter %s[%d] dropped: %s", name, idx, e)
+                dropped += 1
+                continue
             self.meter_configs[(m.id, idx)] = cfg
             kept += 1
         log.info("reconcile: %d meter configs kept, %d dropped (no such meter or index)", kept, dropped)

@@ -124,7 +124,8 @@ uint32_t bsw_threads_own_handlers(struct rte_swx_pipeline *p);
 
 /* bsw_port_reader_free.c: frees what the ring and ethdev readers still
  * hold and empties their bursts, before rte_swx_pipeline_free(); returns
- * the readers it did not recognise (left to DPDK's free as they are). */
+ * how many ring or ethdev readers failed its checks (left to DPDK's free as
+ * they are); ports of other types are not its business. */
 uint32_t bsw_port_readers_release(struct rte_swx_pipeline *p);
 /* bsw_emit_run.c: copies generated pipeline C from in to out with each run
  * of two or more consecutive emits (the last perhaps fused with tx) as one

@@ -15,11 +15,15 @@
  * Before the pipeline is freed, this frees only the packets a reader still
  * holds (pos..n_pkts) and marks its burst empty, so that DPDK's free frees
  * its memory and nothing else. The reader structures are private to
- * librte_port; they are mirrored from DPDK 22.11 and each object is checked
- * against what the port's public statistics read and, for a ring reader,
- * against the ring its name looks up, before anything is touched. An object
- * that does not match is left alone (and DPDK's free does as before). */
+ * librte_port; they are mirrored from DPDK 22.11, used only under the 22.11
+ * library (rte_version()), and each object is also checked for sane burst
+ * bounds and, for a ring reader, against the ring its name looks up, before
+ * anything is touched. An object that does not pass is left alone (DPDK's
+ * free then does as before). */
+#include <string.h>
+
 #include <rte_ethdev.h>
+#include <rte_version.h>
 #include <rte_mbuf.h>
 #include <rte_ring.h>
 #include <rte_swx_port_ethdev.h>
@@ -82,6 +86,7 @@ bsw_port_readers_release(struct rte_swx_pipeline *p)
 {
 	struct port_in *port;
 	uint32_t n_left = 0;
+	int layout_known = !strncmp(rte_version(), "DPDK 22.11", 10);
 
 	TAILQ_FOREACH(port, &p->ports_in, node) {
 		const struct rte_swx_port_in_ops *ops = &port->type->ops;
@@ -91,15 +96,15 @@ bsw_port_readers_release(struct rte_swx_pipeline *p)
 		if (ops->free == rte_swx_port_ring_reader_ops.free) {
 			struct ring_reader *r = port->obj;
 
-			if (r->params.name && rte_ring_lookup(r->params.name) == r->params.ring &&
-			    burst_consistent(ops, r, &r->b, r->params.burst_size))
+			if (layout_known && burst_consistent(ops, r, &r->b, r->params.burst_size) &&
+			    r->params.name && rte_ring_lookup(r->params.name) == r->params.ring)
 				burst_release(&r->b);
 			else
 				n_left++;
 		} else if (ops->free == rte_swx_port_ethdev_reader_ops.free) {
 			struct ethdev_reader *r = port->obj;
 
-			if (rte_eth_dev_is_valid_port(r->params.port_id) &&
+			if (layout_known && rte_eth_dev_is_valid_port(r->params.port_id) &&
 			    burst_consistent(ops, r, &r->b, r->params.burst_size))
 				burst_release(&r->b);
 			else

@@ -32,7 +32,8 @@
  * lac_down -1.8% and +0.4%). BSW_TABLE_STATS=1 at pipeline build time keeps
  * them (bsw_pipeline.c then defines the macro tested below); lookups that
  * return to the run loop (staged, not finished in one step) are counted by
- * DPDK either way. */
+ * DPDK, unless the thread rotation (bsw_thread_rotation.c) has pointed the
+ * run loop's table handler at this chained one too. */
 #ifndef BSW_SWX_GROUP_CHAIN_H
 #define BSW_SWX_GROUP_CHAIN_H
 

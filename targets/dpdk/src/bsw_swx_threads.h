@@ -51,8 +51,9 @@ BSW_INSTR_THEN_RX(bsw_instr_hdr_emit6_tx, __instr_hdr_emit6_tx_exec)
 BSW_INSTR_THEN_RX(bsw_instr_hdr_emit7_tx, __instr_hdr_emit7_tx_exec)
 BSW_INSTR_THEN_RX(bsw_instr_hdr_emit8_tx, __instr_hdr_emit8_tx_exec)
 
-/* DPDK's instr_table_af_exec() is bsw_table_af_chain() less the chaining:
- * the chained one serves the run loop as well. */
+/* DPDK's instr_table_af_exec() is bsw_table_af_chain() less the chaining
+ * (and less DPDK's per-table statistics, as every chained lookup): the
+ * chained one serves the run loop as well. */
 void
 bsw_instr_table_af(struct rte_swx_pipeline *p)
 {

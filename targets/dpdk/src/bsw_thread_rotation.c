@@ -26,13 +26,17 @@
  * whose handlers yield from the library are pointed at copies compiled the
  * same way (bsw_swx_threads.h): all yields of the pipeline then wrap alike.
  * BSW_SWX_THREADS=16 (or 1, 2, 8) at pipeline build time chooses another
- * rotation; 16 compiles nothing of this. */
+ * rotation; 16 compiles nothing of this. The copies include the chained
+ * table step, so a build without group chaining (BSW_SWX_GROUP_CHAIN=0)
+ * keeps 16 threads too: an A/B of chaining compares 4 chained threads with
+ * 16 unchained ones. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "bsw_internal.h"
 #include "rte_swx_pipeline_internal.h"
@@ -124,16 +128,27 @@ bsw_threads_header(const char *include_dir, const char *out_dir, uint32_t n_thre
 		bsw_set_error("cannot create %s: %s", out_dir, strerror(errno));
 		status = -errno;
 	}
+	/* Written to a name of its own and renamed, as the compiled library is:
+	 * another build in the same work_dir may be reading it. */
 	if (!status) {
-		out = fopen(out_path, "w");
+		char tmp_path[640];
+
+		snprintf(tmp_path, sizeof(tmp_path), "%s.%d.tmp", out_path, (int)getpid());
+		out = fopen(tmp_path, "w");
 		if (!out || fwrite(text, 1, size, out) != size) {
-			bsw_set_error("cannot write %s: %s", out_path, strerror(errno));
+			bsw_set_error("cannot write %s: %s", tmp_path, strerror(errno));
 			status = -EIO;
 		}
 		if (out && fclose(out) && !status) {
-			bsw_set_error("cannot write %s: %s", out_path, strerror(errno));
+			bsw_set_error("cannot write %s: %s", tmp_path, strerror(errno));
 			status = -EIO;
 		}
+		if (!status && rename(tmp_path, out_path)) {
+			bsw_set_error("rename %s: %s", tmp_path, strerror(errno));
+			status = -EIO;
+		}
+		if (status)
+			unlink(tmp_path);
 	}
 	free(text);
 	return status;
