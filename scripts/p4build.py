@@ -76,20 +76,21 @@ def sources(prog: Program) -> list[Path]:
     return files
 
 
-def stamp(prog: Program) -> str:
-    h = hashlib.sha256(b"programs.yaml\0" + prog.entry.encode() + b"\0")
-    for f in sources(prog):
-        h.update(str(f.relative_to(P4SRC)).encode() + b"\0" + f.read_bytes() + b"\0")
+def _files_digest(h, files, root: Path) -> str:
+    """h over each file's path under root and its bytes, in the order given."""
+    for f in files:
+        h.update(str(f.relative_to(root)).encode() + b"\0" + f.read_bytes() + b"\0")
     return h.hexdigest()
+
+
+def stamp(prog: Program) -> str:
+    return _files_digest(hashlib.sha256(b"programs.yaml\0" + prog.entry.encode() + b"\0"), sources(prog), P4SRC)
 
 
 def outputs_digest(prog: Program) -> str:
     """SHA-256 of every file of the program's build directory but STAMP."""
-    h = hashlib.sha256()
     d = BUILD / prog.name
-    for f in sorted(f for f in d.rglob("*") if f.is_file() and f.name != "STAMP"):
-        h.update(str(f.relative_to(d)).encode() + b"\0" + f.read_bytes() + b"\0")
-    return h.hexdigest()
+    return _files_digest(hashlib.sha256(), sorted(f for f in d.rglob("*") if f.is_file() and f.name != "STAMP"), d)
 
 
 ENUM_RE = re.compile(r"enum\s+bit<(\d+)>\s+(\w+)\s*\{([^}]*)\}", re.S)

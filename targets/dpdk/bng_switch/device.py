@@ -230,7 +230,7 @@ class Device:
                 out.append((ts.map.name, ts.default_proto, ts.default_meter_config))
         return out
 
-    def _exported_meters(self) -> list[tuple[str, int, object]]:
+    def _exported_meters(self) -> list[tuple[str, int, int, object]]:
         """The indirect meters' configs by meter name and index: a BNG's
         per-subscriber policers, which a new program must not lose."""
         if self.current is None:

@@ -120,7 +120,6 @@ uint32_t bsw_threads_wanted(const char *spec_path, int chain);
 int bsw_threads_header(const char *include_dir, const char *out_dir, uint32_t n_threads);
 struct rte_swx_pipeline;
 int bsw_threads_install(struct rte_swx_pipeline *p);
-uint32_t bsw_threads_own_handlers(struct rte_swx_pipeline *p);
 
 /* bsw_port_reader_free.c: frees what the ring and ethdev readers still
  * hold and empties their bursts, before rte_swx_pipeline_free(); returns

@@ -211,8 +211,8 @@ bsw_threads_install(struct rte_swx_pipeline *p)
 	return 0;
 }
 
-uint32_t
-bsw_threads_own_handlers(struct rte_swx_pipeline *p)
+static uint32_t
+threads_own_handlers(struct rte_swx_pipeline *p)
 {
 	uint32_t i, n = 0;
 
@@ -228,6 +228,6 @@ int
 bsw_pipeline_thread_rotation(struct bsw_pipeline *bp, uint32_t *n_threads, uint32_t *n_own_handlers)
 {
 	*n_threads = bp->n_threads;
-	*n_own_handlers = bsw_threads_own_handlers(bp->inst[0].p);
+	*n_own_handlers = threads_own_handlers(bp->inst[0].p);
 	return 0;
 }
