@@ -154,6 +154,47 @@ def test_group_chain_calls_the_next_group_at_each_hand_over() -> None:
     assert _copy_through("bsw_group_chain", b"}") == (b"}", 0)
 
 
+def test_direct_group_chain_names_the_group_and_inlines_single_callers() -> None:
+    """The direct form of the pass (bsw_group_chain_direct) calls a group
+    compiled in the same code by its name: a far jump's target is in the
+    instruction pointer it sets, a fall-through goes to the group numbered
+    one more (DPDK's pipeline_adjust() leaves one instruction per group, in
+    order). Groups compiled elsewhere (tables, rx, tx) keep BSW_CHAIN. A
+    group called from one earlier group only is inlined into it; one called
+    from two places (5) or from a later group (3) is not, so nothing is
+    copied twice and a backward jump cannot recurse into itself. DPDK still
+    finds every group by its own name."""
+    code = (b"#include <x.h>\n\nvoid\npipeline_func_3(struct rte_swx_pipeline *p)\n{\n"
+            b"\tif (!t->hit)\n\t\tgoto L;\n\t {\n\t\tthread_ip_set(t, &p->instructions[5]);\n"
+            b"\t\treturn;\n\t}\nL : x();\nthread_ip_inc(p);\n}\n\n"
+            b"void\npipeline_func_4(struct rte_swx_pipeline *p)\n{\nthread_ip_inc(p);\n}\n\n"
+            b"void\npipeline_func_5(struct rte_swx_pipeline *p)\n{\n"
+            b"\tif (a)\n\t {\n\t\tthread_ip_set(t, &p->instructions[3]);\n\t\treturn;\n\t}\n"
+            b"\tif (b)\n\t {\n\t\tthread_ip_set(t, &p->instructions[2]);\n\t\treturn;\n\t}\n"
+            b"thread_ip_inc(p);\n}\n")
+    inline = b"static inline __attribute__((always_inline)) void"
+    want = (b"#include <x.h>\n\n"
+            b"static void bsw_group_3(struct rte_swx_pipeline *p);\n"
+            + inline + b" bsw_group_4(struct rte_swx_pipeline *p);\n"
+            b"static void bsw_group_5(struct rte_swx_pipeline *p);\n"
+            b"static void\nbsw_group_3(struct rte_swx_pipeline *p)\n{\n"
+            b"\tif (!t->hit)\n\t\tgoto L;\n\t {\n\t\tthread_ip_set(t, &p->instructions[5]);\n"
+            b"\t\tBSW_CHAIN_TO(p, bsw_group_5);\n\t\treturn;\n\t}\nL : x();\nthread_ip_inc(p);\n"
+            b"BSW_CHAIN_TO(p, bsw_group_4);\n}\n\n"
+            + inline + b"\nbsw_group_4(struct rte_swx_pipeline *p)\n{\nthread_ip_inc(p);\n"
+            b"BSW_CHAIN_TO(p, bsw_group_5);\n}\n\n"
+            b"static void\nbsw_group_5(struct rte_swx_pipeline *p)\n{\n"
+            b"\tif (a)\n\t {\n\t\tthread_ip_set(t, &p->instructions[3]);\n"
+            b"\t\tBSW_CHAIN_TO(p, bsw_group_3);\n\t\treturn;\n\t}\n"
+            b"\tif (b)\n\t {\n\t\tthread_ip_set(t, &p->instructions[2]);\n\t\tBSW_CHAIN(p);\n"
+            b"\t\treturn;\n\t}\nthread_ip_inc(p);\nBSW_CHAIN(p);\n}\n"
+            + b"".join(b"\nvoid\npipeline_func_%d(struct rte_swx_pipeline *p)\n{\n\tbsw_group_%d(p);\n}\n"
+                       % (g, g) for g in (3, 4, 5)))
+    out, n = _copy_through("bsw_group_chain_direct", code)
+    assert out == want
+    assert n == 6
+
+
 def test_group_chain_matches_this_dpdks_codegen() -> None:
     """The pass matches DPDK's hand-overs by their text: if the installed
     DPDK's codegen words them differently, the pipeline would silently run

@@ -13,6 +13,7 @@
  * and so is code in which neither form occurs (a program whose groups all
  * end in tx, or a DPDK that words them differently: it then runs as before,
  * through the run loop). */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,40 +30,154 @@ starts_with(const char *s, const char *prefix)
 	return !strncmp(s, prefix, strlen(prefix));
 }
 
+/* Group ids that have a function in the generated code ("pipeline_func_N"
+ * at the start of a line); the others run from DPDK's library (rx, tables,
+ * tx). */
+#define GROUP_DEF "pipeline_func_"
+#define GROUP_BODY "bsw_group_"
+#define GROUPS_MAX 65536
+#define NO_GROUP ULONG_MAX
+
+/* How the group a hand-over goes to is named: a group called from one
+ * place only, and from an earlier group, is inlined there. */
+enum group_kind { GROUP_NONE, GROUP_SHARED, GROUP_INLINE };
+
+/* The group that the hand-over at lines[i] (in group `group`) goes to, or
+ * NO_GROUP where lines[i] is no hand-over. */
+static unsigned long
+hand_over_target(char *const *lines, size_t i, size_t n_lines, unsigned long group)
+{
+	const char *cur = lines[i], *next = i + 1 < n_lines ? lines[i + 1] : "";
+
+	if (starts_with(cur, JUMP_SET) && !strcmp(next, JUMP_RETURN))
+		return strtoul(cur + strlen(JUMP_SET), NULL, 10);
+	if (!strcmp(cur, FALL_INC) && !strcmp(next, FALL_END) && group != NO_GROUP)
+		return group + 1;	/* thread_ip_inc() moves to the next group */
+	return NO_GROUP;
+}
+
+static void
+chain_call(FILE *out, const char *indent, const uint8_t *kind, unsigned long g)
+{
+	if (g < GROUPS_MAX && kind[g] != GROUP_NONE)
+		fprintf(out, "%sBSW_CHAIN_TO(p, " GROUP_BODY "%lu);\n", indent, g);
+	else
+		fprintf(out, "%sBSW_CHAIN(p);\n", indent);
+}
+
+static const char *
+group_specifiers(uint8_t kind)
+{
+	return kind == GROUP_INLINE ? "static inline __attribute__((always_inline)) void" :
+				      "static void";
+}
+
+static int
+group_chain(FILE *in, FILE *out, int direct, uint32_t *n_chained)
+{
+	char **lines = NULL, *line = NULL;
+	size_t n_lines = 0, lines_cap = 0, cap = 0, i;
+	uint8_t *kind = calloc(GROUPS_MAX, 1);
+	uint32_t *callers = calloc(GROUPS_MAX, sizeof(*callers));
+	uint8_t *backward = calloc(GROUPS_MAX, 1);
+	unsigned long group = NO_GROUP, g, target;
+	int prototypes_done = 0, status = -1;
+
+	*n_chained = 0;
+	if (!kind || !callers || !backward)
+		goto out;
+	while (getline(&line, &cap, in) != -1) {
+		if (n_lines == lines_cap) {
+			size_t more_cap = lines_cap ? 2 * lines_cap : 4096;
+			char **more = realloc(lines, more_cap * sizeof(*lines));
+
+			if (!more)
+				goto out;
+			lines = more;
+			lines_cap = more_cap;
+		}
+		lines[n_lines] = strdup(line);
+		if (!lines[n_lines])
+			goto out;
+		n_lines++;
+		if (starts_with(line, GROUP_DEF)) {
+			g = strtoul(line + strlen(GROUP_DEF), NULL, 10);
+			if (g < GROUPS_MAX)
+				kind[g] = GROUP_SHARED;
+		}
+	}
+	if (direct) {
+		for (i = 0; i < n_lines; i++) {
+			if (starts_with(lines[i], GROUP_DEF))
+				group = strtoul(lines[i] + strlen(GROUP_DEF), NULL, 10);
+			target = hand_over_target(lines, i, n_lines, group);
+			if (target < GROUPS_MAX) {
+				callers[target]++;
+				backward[target] |= target <= group;
+			}
+		}
+		for (g = 0; g < GROUPS_MAX; g++)
+			if (kind[g] == GROUP_SHARED && callers[g] == 1 && !backward[g])
+				kind[g] = GROUP_INLINE;
+	}
+	group = NO_GROUP;
+	for (i = 0; i < n_lines; i++) {
+		const char *cur = lines[i], *next = i + 1 < n_lines ? lines[i + 1] : "";
+		int def_void = !strcmp(cur, "void\n") && starts_with(next, GROUP_DEF);
+
+		if (direct && !prototypes_done && def_void) {
+			/* Before the first group's definition: every group's
+			 * prototype, so that any group can call any other. */
+			prototypes_done = 1;
+			for (g = 0; g < GROUPS_MAX; g++)
+				if (kind[g] != GROUP_NONE)
+					fprintf(out, "%s " GROUP_BODY "%lu(struct rte_swx_pipeline *p);\n",
+						group_specifiers(kind[g]), g);
+		}
+		if (starts_with(cur, GROUP_DEF))
+			group = strtoul(cur + strlen(GROUP_DEF), NULL, 10);
+		if (direct && def_void)
+			fprintf(out, "%s\n", group_specifiers(kind[strtoul(next + strlen(GROUP_DEF), NULL, 10) %
+								    GROUPS_MAX]));
+		else if (direct && starts_with(cur, GROUP_DEF))
+			fprintf(out, GROUP_BODY "%s", cur + strlen(GROUP_DEF));
+		else
+			fputs(cur, out);
+		target = hand_over_target(lines, i, n_lines, group);
+		if (target == NO_GROUP)
+			continue;
+		if (direct)
+			chain_call(out, starts_with(cur, JUMP_SET) ? "\t\t" : "", kind, target);
+		else
+			fputs(starts_with(cur, JUMP_SET) ? "\t\tBSW_CHAIN(p);\n" : "BSW_CHAIN(p);\n", out);
+		(*n_chained)++;
+	}
+	/* The groups' own names, which DPDK looks up in the library. */
+	if (direct)
+		for (g = 0; g < GROUPS_MAX; g++)
+			if (kind[g] != GROUP_NONE)
+				fprintf(out, "\nvoid\n" GROUP_DEF "%lu(struct rte_swx_pipeline *p)\n{\n"
+					"\t" GROUP_BODY "%lu(p);\n}\n", g, g);
+	status = ferror(in) || ferror(out) ? -1 : 0;
+out:
+	for (i = 0; i < n_lines; i++)
+		free(lines[i]);
+	free(lines);
+	free(line);
+	free(kind);
+	free(callers);
+	free(backward);
+	return status;
+}
+
 int
 bsw_group_chain(FILE *in, FILE *out, uint32_t *n_chained)
 {
-	char *prev = NULL, *line = NULL;
-	size_t prev_cap = 0, cap = 0;
-	int have_prev = 0;
+	return group_chain(in, out, 0, n_chained);
+}
 
-	*n_chained = 0;
-	while (getline(&line, &cap, in) != -1) {
-		if (have_prev) {
-			fputs(prev, out);
-			if ((starts_with(prev, JUMP_SET) && !strcmp(line, JUMP_RETURN)) ||
-			    (!strcmp(prev, FALL_INC) && !strcmp(line, FALL_END))) {
-				fputs(starts_with(prev, JUMP_SET) ? "\t\tBSW_CHAIN(p);\n" :
-								    "BSW_CHAIN(p);\n",
-				      out);
-				(*n_chained)++;
-			}
-		}
-		/* The current line becomes the one looked back on. */
-		{
-			char *tmp = prev;
-			size_t tmp_cap = prev_cap;
-
-			prev = line;
-			prev_cap = cap;
-			line = tmp;
-			cap = tmp_cap;
-		}
-		have_prev = 1;
-	}
-	if (have_prev)
-		fputs(prev, out);
-	free(prev);
-	free(line);
-	return ferror(in) || ferror(out) ? -1 : 0;
+int
+bsw_group_chain_direct(FILE *in, FILE *out, uint32_t *n_chained)
+{
+	return group_chain(in, out, 1, n_chained);
 }

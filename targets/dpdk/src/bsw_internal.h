@@ -112,8 +112,11 @@ int bsw_frame_length_enable(struct bsw_instance *inst);
 int bsw_exact_access_fence(const char *header, FILE *in, FILE *out, uint32_t *n_fenced);
 /* bsw_group_chain.c: copies generated pipeline C from in to out with a
  * BSW_CHAIN(p) call at each hand-over to the next instruction group; sets
- * *n_chained to their number. */
+ * *n_chained to their number. The _direct form calls a group compiled in
+ * the same code by its name instead, and inlines the groups called from one
+ * place only. */
 int bsw_group_chain(FILE *in, FILE *out, uint32_t *n_chained);
+int bsw_group_chain_direct(FILE *in, FILE *out, uint32_t *n_chained);
 
 /* bsw_thread_rotation.c */
 uint32_t bsw_threads_wanted(const char *spec_path, int chain);

@@ -90,6 +90,17 @@ group_chain_wanted(int trace)
 	return !trace && !(v && !strcmp(v, "0"));
 }
 
+/* Whether a hand-over to a group compiled here calls that group's function
+ * directly (bsw_group_chain.c): whenever groups are chained, unless
+ * BSW_SWX_DIRECT_CHAIN=0 keeps the call through the instruction table. */
+static int
+direct_chain_wanted(int chain)
+{
+	const char *v = getenv("BSW_SWX_DIRECT_CHAIN");
+
+	return chain && !(v && !strcmp(v, "0"));
+}
+
 #define TABLE_STATS_DEFINE "#define BSW_TABLE_STATS 1\n"
 
 /* Whether chained table lookups keep DPDK's per-table statistics
@@ -197,6 +208,14 @@ chain_pass(FILE *in, FILE *out)
 	return bsw_group_chain(in, out, &n_chained);
 }
 
+static int
+direct_chain_pass(FILE *in, FILE *out)
+{
+	uint32_t n_chained;
+
+	return bsw_group_chain_direct(in, out, &n_chained);
+}
+
 /* DPDK's codegen into memory, then through each pass in turn, the last one
  * writing to `code`. */
 static int
@@ -264,7 +283,7 @@ codegen_and_compile(const char *spec_path, const char *work_dir, const char *inc
 	uint64_t h;
 	code_pass_t passes[3];
 	uint32_t n_passes = 0;
-	int status, trace, exact, emit, emit_run, chain, stats;
+	int status, trace, exact, emit, emit_run, chain, direct_chain, stats;
 
 	/* Both go into file names of fixed size and, single-quoted, into the
 	 * shell command below: refuse what would be cut short (a truncated
@@ -292,6 +311,7 @@ codegen_and_compile(const char *spec_path, const char *work_dir, const char *inc
 	emit_run = emit_run_wanted(emit);
 	chain = group_chain_wanted(trace);
 	stats = chain && table_stats_wanted();
+	direct_chain = direct_chain_wanted(chain);
 	if (exact)
 		h = text_hash(h, bsw_exact_access_h);
 	if (emit)
@@ -300,6 +320,8 @@ codegen_and_compile(const char *spec_path, const char *work_dir, const char *inc
 		h = text_hash(h, "bsw_emit_run");
 	if (chain)
 		h = text_hash(h, bsw_group_chain_h);
+	if (direct_chain)
+		h = text_hash(h, "bsw_direct_chain");
 	if (stats)
 		h = text_hash(h, TABLE_STATS_DEFINE);
 	/* Fewer threads (bsw_thread_rotation.c): the generated code is compiled
@@ -345,7 +367,7 @@ codegen_and_compile(const char *spec_path, const char *work_dir, const char *inc
 		if (stats)
 			fputs(TABLE_STATS_DEFINE, code);
 		fprintf(code, "%s\n", bsw_group_chain_h);
-		passes[n_passes++] = chain_pass;
+		passes[n_passes++] = direct_chain ? direct_chain_pass : chain_pass;
 		if (*n_threads < RTE_SWX_PIPELINE_THREADS_MAX)
 			fprintf(code, "%s\n", bsw_threads_h);
 	}

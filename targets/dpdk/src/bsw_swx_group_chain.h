@@ -95,5 +95,7 @@ bsw_table_af_chain(struct rte_swx_pipeline *p)
 }
 
 #define BSW_CHAIN(p) bsw_chain(p)
+/* The hand-over to a group whose function is in this code. */
+#define BSW_CHAIN_TO(p, group_func) group_func(p)
 
 #endif /* BSW_SWX_GROUP_CHAIN_H */
