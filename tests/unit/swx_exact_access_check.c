@@ -33,7 +33,8 @@ typedef uint64_t (*operand_fn)(struct thread *, const struct instr_operand *);
 	X(alu_and) X(alu_and_mh) X(alu_and_hm) X(alu_and_hh) X(alu_and_i)     \
 	X(alu_or) X(alu_or_mh) X(alu_or_hm) X(alu_or_hh) X(alu_or_i)          \
 	X(alu_xor) X(alu_xor_mh) X(alu_xor_hm) X(alu_xor_hh) X(alu_xor_i)     \
-	X(regrd_mrm) X(regadd_rmm) X(regadd_rmi)
+	X(regrd_mrm) X(regadd_rmm) X(regadd_rmi)                              \
+	X(alu_ckadd_field) X(alu_cksub_field) X(alu_ckadd_struct20)
 
 #define DPDK_FN(name) static const exec_fn dpdk_##name = __instr_##name##_exec;
 FORMS(DPDK_FN)

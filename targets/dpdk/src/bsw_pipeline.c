@@ -56,6 +56,36 @@ exact_access_wanted(int trace)
 	return !trace && !(v && !strcmp(v, "0"));
 }
 
+/* Whether bsw_swx_exact_access.h's checksum instructions replace DPDK's:
+ * with exact access, unless BSW_SWX_CHECKSUM=0 keeps DPDK's (fenced), to
+ * measure the difference. */
+static int
+checksum_wanted(int exact)
+{
+	const char *v = getenv("BSW_SWX_CHECKSUM");
+
+	return exact && !(v && !strcmp(v, "0"));
+}
+
+#define CHECKSUM_DEFINE "#define __instr_alu_ck"
+
+/* bsw_swx_exact_access.h less its #defines of the checksum instructions
+ * (so that DPDK's run, fenced like any other it does not replace); the
+ * caller frees it. */
+static char *
+exact_header_dpdk_checksums(void)
+{
+	char *text = strdup(bsw_exact_access_h), *line;
+
+	if (!text)
+		return NULL;
+	for (line = text; line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
+		if (!strncmp(line, CHECKSUM_DEFINE, strlen(CHECKSUM_DEFINE)))
+			while (*line && *line != '\n')
+				*line++ = ' ';
+	return text;
+}
+
 /* Whether the generated code gets the emits of bsw_swx_emit.h: always,
  * unless BSW_SWX_EMIT=0 asks for DPDK's (to measure the difference) or the
  * build traces. */
@@ -193,6 +223,20 @@ fence_pass(FILE *in, FILE *out)
 }
 
 static int
+fence_pass_dpdk_checksums(FILE *in, FILE *out)
+{
+	uint32_t n_fenced;
+	char *header = exact_header_dpdk_checksums();
+	int status;
+
+	if (!header)
+		return -1;
+	status = bsw_exact_access_fence(header, in, out, &n_fenced);
+	free(header);
+	return status;
+}
+
+static int
 emit_run_pass(FILE *in, FILE *out)
 {
 	uint32_t n_runs;
@@ -283,7 +327,7 @@ codegen_and_compile(const char *spec_path, const char *work_dir, const char *inc
 	uint64_t h;
 	code_pass_t passes[3];
 	uint32_t n_passes = 0;
-	int status, trace, exact, emit, emit_run, chain, direct_chain, stats;
+	int status, trace, exact, checksum, emit, emit_run, chain, direct_chain, stats;
 
 	/* Both go into file names of fixed size and, single-quoted, into the
 	 * shell command below: refuse what would be cut short (a truncated
@@ -307,6 +351,7 @@ codegen_and_compile(const char *spec_path, const char *work_dir, const char *inc
 	if (trace)
 		h ^= 0x7472616365ULL;
 	exact = exact_access_wanted(trace);
+	checksum = checksum_wanted(exact);
 	emit = emit_wanted(trace);
 	emit_run = emit_run_wanted(emit);
 	chain = group_chain_wanted(trace);
@@ -314,6 +359,8 @@ codegen_and_compile(const char *spec_path, const char *work_dir, const char *inc
 	direct_chain = direct_chain_wanted(chain);
 	if (exact)
 		h = text_hash(h, bsw_exact_access_h);
+	if (exact && !checksum)
+		h = text_hash(h, "bsw_dpdk_checksums");
 	if (emit)
 		h = text_hash(h, bsw_emit_h);
 	if (emit_run)
@@ -356,8 +403,17 @@ codegen_and_compile(const char *spec_path, const char *work_dir, const char *inc
 		return -errno;
 	}
 	if (exact) {
-		fprintf(code, "%s\n", bsw_exact_access_h);
-		passes[n_passes++] = fence_pass;
+		char *header = checksum ? NULL : exact_header_dpdk_checksums();
+
+		if (!checksum && !header) {
+			fclose(spec);
+			fclose(code);
+			bsw_set_error("out of memory");
+			return -ENOMEM;
+		}
+		fprintf(code, "%s\n", checksum ? bsw_exact_access_h : header);
+		free(header);
+		passes[n_passes++] = checksum ? fence_pass : fence_pass_dpdk_checksums;
 	}
 	if (emit)
 		fprintf(code, "%s\n", bsw_emit_h);

@@ -30,8 +30,8 @@
  * dependent loads in front of every field access. A store to one of these
  * structs can change nothing else, so gcc keeps the pointers in registers.
  * In turn, typed accesses may be reordered against DPDK's own instructions
- * that read or write the same bytes through other types (checksums, its
- * remaining field moves): the switch puts a compiler fence (BSW_FENCE) on
+ * that read or write the same bytes through other types (its remaining
+ * checksum forms and field moves): the switch puts a compiler fence (BSW_FENCE) on
  * each side of every such call in the generated code
  * (bsw_exact_access_fence.c). Fields 3, 5 or 7 bytes wide keep DPDK's
  * 8-byte read-modify-write, through memcpy.
@@ -44,9 +44,13 @@
  * the instructions are constants in the generated code, so the switch on the
  * width folds away and each access is a single mov.
  *
- * Instructions not replaced here (header extract and emit, checksums, table
- * lookups, the register and meter forms the BNG does not use) keep DPDK's
- * 8-byte accesses; they are correct, and at worst wait as before.
+ * The checksum instructions the BNG uses (ckadd and cksub of a field, the
+ * sum of a 20-byte header) are replaced too: they read the header's words
+ * through a type that may alias any other, so they need no fence, and the
+ * fences they had made gcc reload every struct pointer after them.
+ * Instructions not replaced here (header extract and emit, other checksum
+ * forms, table lookups, the register and meter forms the BNG does not use)
+ * keep DPDK's 8-byte accesses; they are correct, and at worst wait as before.
  */
 #ifndef BSW_SWX_EXACT_ACCESS_H
 #define BSW_SWX_EXACT_ACCESS_H
@@ -362,6 +366,73 @@ bsw_meter_mmi_exec(struct rte_swx_pipeline *p, struct thread *t,
 	m->n_bytes[color_out] += length;
 }
 
+/* ---- checksums ------------------------------------------------------------ */
+
+/* A 4-byte word of a header that a checksum sums: its bytes may have been
+ * written as fields of any width (a TTL byte, a 2-byte length), so the load
+ * may alias every type; being a load, it makes gcc reload nothing. */
+typedef uint32_t __attribute__((may_alias, aligned(1))) bsw_u32_any_t;
+
+/* The 16-bit one's complement folds DPDK's checksum instructions end with,
+ * for a sum of up to 36 bits. */
+static __rte_always_inline uint16_t
+bsw_ck_fold(uint64_t r)
+{
+	r = (r & 0xFFFF) + (r >> 16);
+	r = (r & 0xFFFF) + (r >> 16);
+	r = (r & 0xFFFF) + (r >> 16);
+	r = ~r & 0xFFFF;
+	return r ? (uint16_t)r : 0xFFFF;
+}
+
+/* ckadd h.f m.f / cksub h.f m.f: a field added to or taken out of a 16-bit
+ * checksum. DPDK reads the field as the 8 bytes at its offset (masked);
+ * bsw_ld gives the same value from the field's own width, so a field that
+ * was just written is forwarded from its store. The checksum field itself
+ * is read and written as the 2-byte field it is everywhere else. */
+static __rte_always_inline void
+bsw_alu_ckadd_field_exec(struct rte_swx_pipeline *p __rte_unused, struct thread *t,
+			 const struct instruction *ip)
+{
+	bsw_u16_t *dst = (bsw_u16_t *)bsw_field(t, &ip->alu.dst);
+	uint64_t src = bsw_operand_hbo(t, &ip->alu.src);
+	uint64_t r = ~(uint64_t)dst->v & 0xFFFF;
+
+	r += (src >> 32) + (src & 0xFFFFFFFF);
+	dst->v = bsw_ck_fold(r);
+}
+
+static __rte_always_inline void
+bsw_alu_cksub_field_exec(struct rte_swx_pipeline *p __rte_unused, struct thread *t,
+			 const struct instruction *ip)
+{
+	bsw_u16_t *dst = (bsw_u16_t *)bsw_field(t, &ip->alu.dst);
+	uint64_t src = bsw_operand_hbo(t, &ip->alu.src);
+	uint64_t r = ~(uint64_t)dst->v & 0xFFFF;
+
+	r += 0xFFFF00000ULL;	/* a multiple of 0xFFFF: no underflow below */
+	r -= (src >> 32) + (src & 0xFFFFFFFF);
+	dst->v = bsw_ck_fold(r);
+}
+
+/* ckadd h.f h.<20-byte header>: the IPv4 header sum, as DPDK adds its five
+ * words. */
+static __rte_always_inline void
+bsw_alu_ckadd_struct20_exec(struct rte_swx_pipeline *p __rte_unused, struct thread *t,
+			    const struct instruction *ip)
+{
+	bsw_u16_t *dst = (bsw_u16_t *)bsw_field(t, &ip->alu.dst);
+	const bsw_u32_any_t *w = (const bsw_u32_any_t *)t->structs[ip->alu.src.struct_id];
+	uint64_t r0 = ~(uint64_t)dst->v & 0xFFFF, r1;
+
+	r0 += w[0];
+	r1 = w[1];
+	r0 += w[2];
+	r1 += w[3];
+	r0 += r1 + w[4];
+	dst->v = bsw_ck_fold(r0);
+}
+
 /* ---- what the generated code calls ---------------------------------------- */
 
 #define instr_operand_hbo bsw_operand_hbo
@@ -417,5 +488,9 @@ bsw_meter_mmi_exec(struct rte_swx_pipeline *p, struct thread *t,
 #define __instr_regadd_rmm_exec bsw_regadd_rmm_exec
 #define __instr_regadd_rmi_exec bsw_regadd_rmi_exec
 #define __instr_meter_mmi_exec bsw_meter_mmi_exec
+
+#define __instr_alu_ckadd_field_exec bsw_alu_ckadd_field_exec
+#define __instr_alu_cksub_field_exec bsw_alu_cksub_field_exec
+#define __instr_alu_ckadd_struct20_exec bsw_alu_ckadd_struct20_exec
 
 #endif /* BSW_SWX_EXACT_ACCESS_H */
