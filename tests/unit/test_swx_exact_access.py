@@ -161,9 +161,10 @@ def test_direct_group_chain_names_the_group_and_inlines_single_callers() -> None
     one more (DPDK's pipeline_adjust() leaves one instruction per group, in
     order). Groups compiled elsewhere (tables, rx, tx) keep BSW_CHAIN. A
     group called from one earlier group only is inlined into it; one called
-    from two places (5) or from a later group (3) is not, so nothing is
-    copied twice and a backward jump cannot recurse into itself. DPDK still
-    finds every group by its own name."""
+    from two places (5) or from a later group (3) is not, so no group is
+    inlined at two hand-overs and a backward jump cannot recurse into
+    itself. DPDK still finds every group by its own name (a wrapper, into
+    which gcc may inline the group a second time)."""
     code = (b"#include <x.h>\n\nvoid\npipeline_func_3(struct rte_swx_pipeline *p)\n{\n"
             b"\tif (!t->hit)\n\t\tgoto L;\n\t {\n\t\tthread_ip_set(t, &p->instructions[5]);\n"
             b"\t\treturn;\n\t}\nL : x();\nthread_ip_inc(p);\n}\n\n"
@@ -193,6 +194,11 @@ def test_direct_group_chain_names_the_group_and_inlines_single_callers() -> None
     out, n = _copy_through("bsw_group_chain_direct", code)
     assert out == want
     assert n == 6
+    # Worded otherwise (no "void" line before a group) or numbered past what
+    # the pass tracks, nothing is renamed: the hand-overs stay indirect.
+    for other in (code.replace(b"void\npipeline_func_4", b"void pipeline_func_4\npipeline_func_4"),
+                  code.replace(b"pipeline_func_5(", b"pipeline_func_70000(")):
+        assert _copy_through("bsw_group_chain_direct", other) == _copy_through("bsw_group_chain", other)
 
 
 def test_group_chain_matches_this_dpdks_codegen() -> None:
@@ -208,6 +214,8 @@ def test_group_chain_matches_this_dpdks_codegen() -> None:
             '\t\t\t"\\t\\treturn;\\n"') in text
     assert '"thread_ip_inc(p);\\n");' in text
     assert '"}\\n"' in text
+    # The direct form also finds each group's definition by its wording.
+    assert ('"void\\n"\n\t\t\t"pipeline_func_%u(struct rte_swx_pipeline *p)\\n"') in text
 
 
 def test_emit_run_fuses_each_run_of_consecutive_emits() -> None:

@@ -8,9 +8,10 @@
  * two pointers before every access. The price is C's aliasing rule: gcc may
  * now move one of our typed stores past a DPDK instruction that reads the
  * same bytes through a pointer of another type (DPDK's checksum forms read
- * a header as uint32_t words, its remaining field moves use uint64_t). Every such call in the generated code
- * gets a compiler fence on each side, so memory is as the instruction expects
- * on entry and as the next one expects on exit. Instructions that touch no
+ * a header as uint32_t words, its remaining field moves use uint64_t).
+ * Every such call in the generated code gets a compiler fence on each side,
+ * so memory is as the instruction expects on entry and as the next one
+ * expects on exit. Instructions that touch no
  * field bytes (header extract, lookahead, validate, invalidate, emit: they
  * move pointers, valid bits and whole headers with memcpy) are left alone,
  * unless they read a metadata field (an emit fused with tx reads the output

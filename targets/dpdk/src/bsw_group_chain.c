@@ -37,13 +37,15 @@ starts_with(const char *s, const char *prefix)
 #define GROUP_BODY "bsw_group_"
 #define GROUPS_MAX 65536
 #define NO_GROUP ULONG_MAX
+#define UNKNOWN_GROUP (ULONG_MAX - 1)	/* a fall-through before any group */
 
 /* How the group a hand-over goes to is named: a group called from one
  * place only, and from an earlier group, is inlined there. */
 enum group_kind { GROUP_NONE, GROUP_SHARED, GROUP_INLINE };
 
-/* The group that the hand-over at lines[i] (in group `group`) goes to, or
- * NO_GROUP where lines[i] is no hand-over. */
+/* The group that the hand-over at lines[i] (in group `group`) goes to,
+ * UNKNOWN_GROUP for a fall-through outside any group, or NO_GROUP where
+ * lines[i] is no hand-over. */
 static unsigned long
 hand_over_target(char *const *lines, size_t i, size_t n_lines, unsigned long group)
 {
@@ -51,8 +53,8 @@ hand_over_target(char *const *lines, size_t i, size_t n_lines, unsigned long gro
 
 	if (starts_with(cur, JUMP_SET) && !strcmp(next, JUMP_RETURN))
 		return strtoul(cur + strlen(JUMP_SET), NULL, 10);
-	if (!strcmp(cur, FALL_INC) && !strcmp(next, FALL_END) && group != NO_GROUP)
-		return group + 1;	/* thread_ip_inc() moves to the next group */
+	if (!strcmp(cur, FALL_INC) && !strcmp(next, FALL_END))	/* to the next group */
+		return group == NO_GROUP ? UNKNOWN_GROUP : group + 1;
 	return NO_GROUP;
 }
 
@@ -104,6 +106,11 @@ group_chain(FILE *in, FILE *out, int direct, uint32_t *n_chained)
 			g = strtoul(line + strlen(GROUP_DEF), NULL, 10);
 			if (g < GROUPS_MAX)
 				kind[g] = GROUP_SHARED;
+			/* Groups are renamed only where DPDK's wording is the one
+			 * known here ("void" on the line before) and their ids fit;
+			 * otherwise every hand-over goes through BSW_CHAIN. */
+			if (g >= GROUPS_MAX || n_lines < 2 || strcmp(lines[n_lines - 2], "void\n"))
+				direct = 0;
 		}
 	}
 	if (direct) {

@@ -30,10 +30,11 @@ spec_hash(FILE *f)
 	return h;
 }
 
-/* The texts of bsw_swx_exact_access.h and bsw_swx_group_chain.h, linked in
- * by bsw_codegen_headers.S. */
+/* The texts of the headers put in front of the generated code, and the
+ * sources of the passes that copy it, linked in by bsw_codegen_headers.S. */
 extern const char bsw_exact_access_h[];
 extern const char bsw_group_chain_h[];
+extern const char bsw_codegen_passes_src[];
 extern const char bsw_emit_h[];
 extern const char bsw_threads_h[];
 
@@ -369,6 +370,8 @@ codegen_and_compile(const char *spec_path, const char *work_dir, const char *inc
 		h = text_hash(h, bsw_group_chain_h);
 	if (direct_chain)
 		h = text_hash(h, "bsw_direct_chain");
+	if (exact || emit_run || chain)
+		h = text_hash(h, bsw_codegen_passes_src);
 	if (stats)
 		h = text_hash(h, TABLE_STATS_DEFINE);
 	/* Fewer threads (bsw_thread_rotation.c): the generated code is compiled

@@ -385,7 +385,7 @@ bsw_ck_fold(uint64_t r)
 	return r ? (uint16_t)r : 0xFFFF;
 }
 
-/* ckadd h.f m.f / cksub h.f m.f: a field added to or taken out of a 16-bit
+/* ckadd h.f h.f / cksub h.f h.f: a field added to or taken out of a 16-bit
  * checksum. DPDK reads the field as the 8 bytes at its offset (masked);
  * bsw_ld gives the same value from the field's own width, so a field that
  * was just written is forwarded from its store. The checksum field itself
