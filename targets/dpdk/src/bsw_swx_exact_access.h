@@ -391,28 +391,31 @@ bsw_ck_fold(uint64_t r)
  * was just written is forwarded from its store. The checksum field itself
  * is read and written as the 2-byte field it is everywhere else. */
 static __rte_always_inline void
-bsw_alu_ckadd_field_exec(struct rte_swx_pipeline *p __rte_unused, struct thread *t,
-			 const struct instruction *ip)
+bsw_alu_ck_field(struct thread *t, const struct instruction *ip, int subtract)
 {
 	bsw_u16_t *dst = (bsw_u16_t *)bsw_field(t, &ip->alu.dst);
 	uint64_t src = bsw_operand_hbo(t, &ip->alu.src);
 	uint64_t r = ~(uint64_t)dst->v & 0xFFFF;
 
-	r += (src >> 32) + (src & 0xFFFFFFFF);
+	if (subtract)
+		r += 0xFFFF00000ULL - (src >> 32) - (src & 0xFFFFFFFF);	/* + a multiple of 0xFFFF */
+	else
+		r += (src >> 32) + (src & 0xFFFFFFFF);
 	dst->v = bsw_ck_fold(r);
+}
+
+static __rte_always_inline void
+bsw_alu_ckadd_field_exec(struct rte_swx_pipeline *p __rte_unused, struct thread *t,
+			 const struct instruction *ip)
+{
+	bsw_alu_ck_field(t, ip, 0);
 }
 
 static __rte_always_inline void
 bsw_alu_cksub_field_exec(struct rte_swx_pipeline *p __rte_unused, struct thread *t,
 			 const struct instruction *ip)
 {
-	bsw_u16_t *dst = (bsw_u16_t *)bsw_field(t, &ip->alu.dst);
-	uint64_t src = bsw_operand_hbo(t, &ip->alu.src);
-	uint64_t r = ~(uint64_t)dst->v & 0xFFFF;
-
-	r += 0xFFFF00000ULL;	/* a multiple of 0xFFFF: no underflow below */
-	r -= (src >> 32) + (src & 0xFFFFFFFF);
-	dst->v = bsw_ck_fold(r);
+	bsw_alu_ck_field(t, ip, 1);
 }
 
 /* ckadd h.f h.<20-byte header>: the IPv4 header sum, as DPDK adds its five
