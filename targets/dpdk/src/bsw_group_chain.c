@@ -12,7 +12,14 @@
  * The call goes between the two lines. Everything else is copied unchanged,
  * and so is code in which neither form occurs (a program whose groups all
  * end in tx, or a DPDK that words them differently: it then runs as before,
- * through the run loop). */
+ * through the run loop).
+ *
+ * The direct form (bsw_group_chain_direct) names the group instead where it
+ * is compiled in the same code: after DPDK's pipeline_adjust(), instruction
+ * N of the pipeline is group N, so a jump's N and a fall-through's group + 1
+ * say which one. Each group "void\npipeline_func_N(...)" becomes a static
+ * bsw_group_N, always_inline when one earlier group is its only caller,
+ * and a pipeline_func_N wrapper is appended for DPDK to find. */
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +45,13 @@ starts_with(const char *s, const char *prefix)
 #define GROUPS_MAX 65536
 #define NO_GROUP ULONG_MAX
 #define UNKNOWN_GROUP (ULONG_MAX - 1)	/* a fall-through before any group */
+
+/* The group whose definition starts at `line`, or NO_GROUP. */
+static unsigned long
+defined_group(const char *line)
+{
+	return starts_with(line, GROUP_DEF) ? strtoul(line + strlen(GROUP_DEF), NULL, 10) : NO_GROUP;
+}
 
 /* How the group a hand-over goes to is named: a group called from one
  * place only, and from an earlier group, is inlined there. */
@@ -102,8 +116,8 @@ group_chain(FILE *in, FILE *out, int direct, uint32_t *n_chained)
 		if (!lines[n_lines])
 			goto out;
 		n_lines++;
-		if (starts_with(line, GROUP_DEF)) {
-			g = strtoul(line + strlen(GROUP_DEF), NULL, 10);
+		g = defined_group(line);
+		if (g != NO_GROUP) {
 			if (g < GROUPS_MAX)
 				kind[g] = GROUP_SHARED;
 			/* Groups are renamed only where DPDK's wording is the one
@@ -115,8 +129,8 @@ group_chain(FILE *in, FILE *out, int direct, uint32_t *n_chained)
 	}
 	if (direct) {
 		for (i = 0; i < n_lines; i++) {
-			if (starts_with(lines[i], GROUP_DEF))
-				group = strtoul(lines[i] + strlen(GROUP_DEF), NULL, 10);
+			if (defined_group(lines[i]) != NO_GROUP)
+				group = defined_group(lines[i]);
 			target = hand_over_target(lines, i, n_lines, group);
 			if (target < GROUPS_MAX) {
 				callers[target]++;
@@ -130,7 +144,8 @@ group_chain(FILE *in, FILE *out, int direct, uint32_t *n_chained)
 	group = NO_GROUP;
 	for (i = 0; i < n_lines; i++) {
 		const char *cur = lines[i], *next = i + 1 < n_lines ? lines[i + 1] : "";
-		int def_void = !strcmp(cur, "void\n") && starts_with(next, GROUP_DEF);
+		unsigned long next_def = defined_group(next);
+		int def_void = !strcmp(cur, "void\n") && next_def != NO_GROUP;
 
 		if (direct && !prototypes_done && def_void) {
 			/* Before the first group's definition: every group's
@@ -141,12 +156,11 @@ group_chain(FILE *in, FILE *out, int direct, uint32_t *n_chained)
 					fprintf(out, "%s " GROUP_BODY "%lu(struct rte_swx_pipeline *p);\n",
 						group_specifiers(kind[g]), g);
 		}
-		if (starts_with(cur, GROUP_DEF))
-			group = strtoul(cur + strlen(GROUP_DEF), NULL, 10);
-		if (direct && def_void)
-			fprintf(out, "%s\n", group_specifiers(kind[strtoul(next + strlen(GROUP_DEF), NULL, 10) %
-								    GROUPS_MAX]));
-		else if (direct && starts_with(cur, GROUP_DEF))
+		if (defined_group(cur) != NO_GROUP)
+			group = defined_group(cur);
+		if (direct && def_void)	/* every id is below GROUPS_MAX here */
+			fprintf(out, "%s\n", group_specifiers(kind[next_def]));
+		else if (direct && defined_group(cur) != NO_GROUP)
 			fprintf(out, GROUP_BODY "%s", cur + strlen(GROUP_DEF));
 		else
 			fputs(cur, out);

@@ -31,8 +31,8 @@
  * structs can change nothing else, so gcc keeps the pointers in registers.
  * In turn, typed accesses may be reordered against DPDK's own instructions
  * that read or write the same bytes through other types (its remaining
- * checksum forms and field moves): the switch puts a compiler fence (BSW_FENCE) on
- * each side of every such call in the generated code
+ * checksum forms and field moves): the switch puts a compiler fence
+ * (BSW_FENCE) on each side of every such call in the generated code
  * (bsw_exact_access_fence.c). Fields 3, 5 or 7 bytes wide keep DPDK's
  * 8-byte read-modify-write, through memcpy.
  *
