@@ -85,8 +85,11 @@ def child(work: str) -> dict:
         return b[:at] + value.to_bytes(4, sys.byteorder) + b[at + 4:]
 
     flags_at = 12                                   # the first entry's flags, after the op header
+    action_at = 20                                  # its action id, after flags and priority
     no_data = libbsw.OpBatch()                      # an ADD without the action data its table needs
     no_data.add(l2.swx_id, libbsw.EntryBytes(key(7), fwd.swx_id, None), None)
+    other_default = libbsw.OpBatch()                # l2_fwd's default set to ipv4_route's forward
+    other_default.set_default(l2.swx_id, rfwd.swx_id, rfwd.encode({1: 2}, l2.data_size))
     huge_rebuild = libbsw.OpBatch()
     huge_rebuild.rebuild(route.swx_id, [])
     out["errors"] = {
@@ -99,6 +102,12 @@ def child(work: str) -> dict:
         "entries_on_add": commit_raw(u32_at(buf, 8, 1), 2),
         "rebuild_too_big": commit_raw(u32_at(bytes(huge_rebuild.pack()), 8, 1 << 30) + buf, 3),
         "add_without_data": commit_raw(bytes(no_data.pack()) + buf, 3),
+        # An action past the pipeline's would be called through memory past
+        # p->action_funcs; one of another table runs that table's code.
+        "action_past_pipeline": commit_raw(u32_at(buf, action_at, 10_000), 2),
+        "action_of_other_table": commit_raw(u32_at(buf, action_at, rfwd.swx_id), 2),
+        "default_of_other_table": commit_raw(
+            bytes(other_default.pack()) + buf, 3),
     }
     out["after_errors"] = {"7": present(7), "8": present(8)}
     out["good"] = commit_raw(buf, 2)
@@ -121,6 +130,9 @@ def test_every_op_kind_applies(result):
     ("ops_cannot_fit", "1000 ops cannot fit"), ("bad_flags", "op 0 of 2 is malformed"),
     ("bad_table", "op 0 of 2 is malformed"), ("entries_on_add", "op 0 of 2 is malformed"),
     ("rebuild_too_big", "op 0 of 3 is malformed"), ("add_without_data", "operation 0 is not valid"),
+    ("action_past_pipeline", "an action id the table does not have there"),
+    ("action_of_other_table", "an action id the table does not have there"),
+    ("default_of_other_table", "an action id the table does not have there"),
 ])
 def test_malformed_batch_is_refused_whole(result, case, words):
     assert result["errors"][case].startswith("22: bsw_table_commit_packed: ")   # EINVAL

@@ -196,6 +196,13 @@ int bsw_table_entry_index(struct bsw_pipeline *bp, uint32_t table_id, const uint
  * stages with a packet switch between them (0, DPDK's default); see
  * bsw_table_lookup.c. Only before the workers start. */
 int bsw_table_lookup_set(struct bsw_pipeline *bp, int one_step);
+/* For tests: looks each of n_keys keys (key_size bytes each, back to back)
+ * up in exact-match table table_id of the first instance with DPDK's
+ * one-step lookup and with the switch's (bsw_table_em_lookup.c); counts the
+ * keys DPDK found and those whose results differ. -ENOTSUP where the table
+ * has no lookup of the switch's. */
+int bsw_table_em_compare(struct bsw_pipeline *bp, uint32_t table_id, const uint8_t *keys,
+			 uint32_t n_keys, uint32_t *n_hits, uint32_t *n_differ);
 
 /* The SWX threads the compiled pipeline's packets rotate over (4 unless
  * BSW_SWX_THREADS said otherwise at build time; DPDK's 16 when interpreted)

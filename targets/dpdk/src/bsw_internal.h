@@ -46,7 +46,22 @@ struct bsw_table {
 	 * built its first object with. */
 	int is_own;
 	struct rte_swx_table_ops pipeline_ops;
+	/* Per action id of the pipeline (n_actions): BSW_ACTION_FOR_ENTRIES
+	 * and/or BSW_ACTION_FOR_DEFAULT where the table has that action. A
+	 * data plane that called an action of another table, or one past the
+	 * pipeline's, would run another table's code or jump through memory
+	 * past p->action_funcs. */
+	uint8_t *action_use;
+	uint32_t n_actions;
 };
+
+/* bsw_table_em_lookup.c: a one-step lookup of DPDK's exact-match table
+ * object obj of table bt with its key size a constant, or NULL where the
+ * table or object does not allow it. */
+rte_swx_table_lookup_t bsw_table_em_fast(const struct bsw_table *bt, const void *obj);
+
+#define BSW_ACTION_FOR_ENTRIES 1
+#define BSW_ACTION_FOR_DEFAULT 2
 
 struct bsw_instance {
 	struct rte_swx_pipeline *p;

@@ -31,7 +31,7 @@
 
 static int
 table_params_init(struct rte_swx_pipeline *p, uint32_t table_id, struct bsw_table *t,
-		  int index_tables)
+		  int index_tables, uint32_t n_actions)
 {
 	struct rte_swx_ctl_table_info ti;
 	uint32_t first = UINT32_MAX, end = 0, n_exact = 0, i, max_data = 0;
@@ -63,6 +63,10 @@ table_params_init(struct rte_swx_pipeline *p, uint32_t table_id, struct bsw_tabl
 	if (!ti.n_match_fields)
 		first = end = 0;
 
+	t->action_use = calloc(n_actions ? n_actions : 1, 1);
+	if (!t->action_use)
+		return -ENOMEM;
+	t->n_actions = n_actions;
 	for (i = 0; i < ti.n_actions; i++) {
 		struct rte_swx_ctl_table_action_info ta;
 		struct rte_swx_ctl_action_info ai;
@@ -74,6 +78,11 @@ table_params_init(struct rte_swx_pipeline *p, uint32_t table_id, struct bsw_tabl
 		status = rte_swx_ctl_action_info_get(p, ta.action_id, &ai);
 		if (status)
 			return status;
+		if (ta.action_id >= n_actions)
+			return -EINVAL;
+		t->action_use[ta.action_id] =
+			(ta.action_is_for_table_entries ? BSW_ACTION_FOR_ENTRIES : 0) |
+			(ta.action_is_for_default_entry ? BSW_ACTION_FOR_DEFAULT : 0);
 		for (j = 0; j < ai.n_args; j++) {
 			struct rte_swx_ctl_action_arg_info arg;
 
@@ -268,7 +277,8 @@ bsw_tables_init(struct bsw_pipeline *bp)
 	if (!bp->tables)
 		return -ENOMEM;
 	for (i = 0; i < pi.n_tables; i++) {
-		status = table_params_init(p0, i, &bp->tables[i], !bp->no_index_tables);
+		status = table_params_init(p0, i, &bp->tables[i], !bp->no_index_tables,
+					   pi.n_actions);
 		if (status) {
 			bsw_set_error("table %u: cannot read its parameters", i);
 			return status;
@@ -326,8 +336,10 @@ bsw_tables_free(struct bsw_pipeline *bp)
 		standby_free(bp, &bp->inst[i]);
 		own_tables_uninstall(bp, &bp->inst[i], 0);
 	}
-	for (i = 0; i < bp->n_tables; i++)
+	for (i = 0; i < bp->n_tables; i++) {
 		free(bp->tables[i].params.key_mask0);
+		free(bp->tables[i].action_use);
+	}
 	free(bp->tables);
 	bp->tables = NULL;
 }
@@ -432,10 +444,46 @@ ops_undo(struct bsw_pipeline *bp, struct rte_swx_table_state *ts,
 	}
 }
 
+/* Whether an entry (use BSW_ACTION_FOR_ENTRIES) or the default entry
+ * (BSW_ACTION_FOR_DEFAULT) of table t may run action action_id. */
+static int
+action_allowed(const struct bsw_table *t, uint32_t action_id, uint8_t use)
+{
+	return action_id < t->n_actions && (t->action_use[action_id] & use);
+}
+
+/* Whether every entry op writes (and every entry it may restore) runs an
+ * action its table allows there. */
+static int
+op_actions_allowed(const struct bsw_table *t, const struct bsw_op *op)
+{
+	/* What an overwriting ADD or a DEL restores if the batch fails. */
+	int undo_ok = !op->undo.key ||
+		      action_allowed(t, op->undo.action_id, BSW_ACTION_FOR_ENTRIES);
+	uint32_t k;
+
+	switch (op->kind) {
+	case BSW_OP_DEFAULT:
+		return action_allowed(t, op->entry.action_id, BSW_ACTION_FOR_DEFAULT);
+	case BSW_OP_ADD:
+		return undo_ok && action_allowed(t, op->entry.action_id, BSW_ACTION_FOR_ENTRIES);
+	case BSW_OP_DEL:
+		return undo_ok;
+	case BSW_OP_REBUILD:
+		for (k = 0; k < op->n_entries; k++)
+			if (!action_allowed(t, op->entries[k].action_id, BSW_ACTION_FOR_ENTRIES))
+				return 0;
+		return 1;
+	default:
+		return 0;
+	}
+}
+
 static int
 ops_check(struct bsw_pipeline *bp, const struct bsw_op *ops, uint32_t n_ops, uint32_t *n_done)
 {
 	uint8_t *rebuilt = calloc(bp->n_tables ? bp->n_tables : 1, 1);
+	const char *why = "";
 	uint32_t i;
 
 	if (!rebuilt)
@@ -470,6 +518,10 @@ ops_check(struct bsw_pipeline *bp, const struct bsw_op *ops, uint32_t n_ops, uin
 		     ((op->kind == BSW_OP_ADD || op->kind == BSW_OP_DEL) && op->undo.key &&
 		      !op->undo.action_data)))
 			goto bad;
+		if (!op_actions_allowed(t, op)) {
+			why = ": an action id the table does not have there";
+			goto bad;
+		}
 		if (op->kind == BSW_OP_REBUILD) {
 			uint32_t k;
 
@@ -484,7 +536,7 @@ ops_check(struct bsw_pipeline *bp, const struct bsw_op *ops, uint32_t n_ops, uin
 bad:
 	free(rebuilt);
 	*n_done = i;
-	bsw_set_error("operation %u is not valid for table %u", i, ops[i].table_id);
+	bsw_set_error("operation %u is not valid for table %u%s", i, ops[i].table_id, why);
 	return -EINVAL;
 }
 
@@ -770,9 +822,12 @@ bsw_table_entry_index(struct bsw_pipeline *bp, uint32_t table_id, const uint8_t 
 		return -EINVAL;
 	}
 
-	/* The lookup reads the key at key_offset of the packet's key struct. */
+	/* The lookup reads the key at key_offset of the packet's key struct,
+	 * and DPDK's exact-match table reads it in 8-byte words up to the key
+	 * size rounded up to a power of two (masked): a key of 12 bytes is
+	 * read as 16. Its keys are at most 64 bytes. */
 	mailbox_size = t->ops.mailbox_size_get ? t->ops.mailbox_size_get() : 0;
-	buf = calloc(1, t->params.key_offset + t->params.key_size);
+	buf = calloc(1, t->params.key_offset + RTE_MAX(t->params.key_size, 64u));
 	mailbox = calloc(1, mailbox_size ? mailbox_size : 1);
 	if (!buf || !mailbox) {
 		free(buf);

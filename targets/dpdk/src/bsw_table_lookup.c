@@ -9,9 +9,14 @@
  * (rte_swx_table_exact_match_unoptimized_ops). This sets, per instance and
  * pipeline thread, which of the two the pipeline calls for each exact-match
  * table; the tables, their entries and the table manager are untouched.
+ * One step is DPDK's own, or the same lookup with the key size a constant
+ * (bsw_table_em_lookup.c) where the table allows it, unless
+ * BSW_TABLE_EM_FAST=0 keeps DPDK's (to measure the difference).
  * Reaches into the pipeline's thread state (rte_swx_pipeline_internal.h of
  * the same DPDK version, as codegen does), so call it while no worker runs. */
 #include <errno.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include <rte_swx_table_em.h>
 
@@ -21,6 +26,8 @@
 int
 bsw_table_lookup_set(struct bsw_pipeline *bp, int one_step)
 {
+	const char *fast_env = getenv("BSW_TABLE_EM_FAST");
+	int fast = one_step && !(fast_env && !strcmp(fast_env, "0"));
 	uint32_t k, i, id;
 
 	if (bp->workers_started) {
@@ -35,11 +42,13 @@ bsw_table_lookup_set(struct bsw_pipeline *bp, int one_step)
 
 			for (id = 0; id < bp->n_tables; id++) {
 				struct bsw_table *bt = &bp->tables[id];
+				rte_swx_table_lookup_t own;
 
 				if (bt->is_stub || !bt->is_exact ||
 				    bt->ops.lkp != rte_swx_table_exact_match_ops.lkp)
 					continue;
-				t->tables[id].func = one_step ?
+				own = fast ? bsw_table_em_fast(bt, bp->inst[k].active[id].obj) : NULL;
+				t->tables[id].func = own ? own : one_step ?
 					rte_swx_table_exact_match_unoptimized_ops.lkp :
 					rte_swx_table_exact_match_ops.lkp;
 			}
