@@ -136,13 +136,15 @@ def run_modes(script: str, args, keys: tuple[str, ...]) -> dict | None:
     return results
 
 
-def start_pcap_bench(prefix: str, name: str, workers: int, port: int = 1):
+def start_pcap_bench(prefix: str, name: str, workers: int, port: int = 1, eal_memory_mb: int = 0):
     """What every pcap benchmark starts from, in the process that is to own
     the EAL: a scratch directory (work_dir(prefix)), the path of the pcap its
     port replays (in.pcap there, written by the caller before each pipeline
     build opens it), a switch config of `workers` busy-polling workers and
     that one pcap port, which discards what the pipeline sends, the started
-    EAL, and the workers' iospecs. Returns (work, pcap, cfg, lib, iospecs)."""
+    EAL, and the workers' iospecs. eal_memory_mb: the EAL's memory where the
+    switch's default (two pipelines per worker) is too little. Returns (work,
+    pcap, cfg, lib, iospecs)."""
     from bng_lab.in_process import start_eal
     from bng_switch import switch_config
 
@@ -150,7 +152,7 @@ def start_pcap_bench(prefix: str, name: str, workers: int, port: int = 1):
     pcap = work / "in.pcap"
     cfg = switch_config.from_dict({
         "name": name, "work_dir": str(work), "workers": workers, "idle_us": 0,
-        "mempool_mbufs": 8192 * workers,
+        "mempool_mbufs": 8192 * workers, "eal_memory_mb": eal_memory_mb,
         "ports": [{"id": port, "type": "pcap", "rx_pcap": str(pcap), "tx_pcap": "none"}]})
     lib = start_eal(cfg)
     return work, pcap, cfg, lib, [cfg.iospec(k) for k in range(workers)]

@@ -1,6 +1,6 @@
 """bench/bench_ab.py at a tiny size: it builds the bng program both ways,
-measures them turn about, and exits 0 only if both builds forwarded every
-packet by its session (bench_bng's check). No figure is asserted
+each way twice, measures every build turn about, and exits 0 only if every
+build forwarded every packet by its session (bench_bng's check). No figure is asserted
 (benchmarks measure, tests do not time); this keeps the tool from rotting.
 """
 from __future__ import annotations
@@ -29,8 +29,12 @@ def test_two_builds_measured_turn_about(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     res = json.loads(out.read_text())
     assert (res["env"], res["a"], res["b"]) == ("BSW_SWX_GROUP_CHAIN", "1", "0")
+    assert res["builds"] == 2
     for role in ("pppoe_down", "lns_up"):
-        assert len(res["roles"][role]["a_runs"]) == len(res["roles"][role]["b_runs"]) == 2
-        assert min(res["roles"][role]["a_runs"] + res["roles"][role]["b_runs"]) > 0
+        got = res["roles"][role]
+        assert len(got["a_builds"]) == len(got["b_builds"]) == 2
+        assert all(len(runs) == 2 for runs in got["a_builds"] + got["b_builds"])
+        assert sorted(got["a_runs"]) == sorted(got["a_builds"][0] + got["a_builds"][1])
+        assert min(got["a_runs"] + got["b_runs"]) > 0
         assert any(line.startswith(role) for line in r.stdout.splitlines())
 
