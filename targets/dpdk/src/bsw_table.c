@@ -823,9 +823,9 @@ bsw_table_entry_index(struct bsw_pipeline *bp, uint32_t table_id, const uint8_t 
 	}
 
 	/* The lookup reads the key at key_offset of the packet's key struct,
-	 * and DPDK's exact-match table reads it in 8-byte words up to the key
-	 * size rounded up to a power of two (masked): a key of 12 bytes is
-	 * read as 16. Its keys are at most 64 bytes. */
+	 * and may read past the key's end: the array tables
+	 * (bsw_table_index.c) read a 3-byte key as 4 bytes. Room for a 64-byte
+	 * word beyond the offset covers any table type's read. */
 	mailbox_size = t->ops.mailbox_size_get ? t->ops.mailbox_size_get() : 0;
 	buf = calloc(1, t->params.key_offset + RTE_MAX(t->params.key_size, 64u));
 	mailbox = calloc(1, mailbox_size ? mailbox_size : 1);
