@@ -78,14 +78,12 @@ def main() -> int:
 
     from bench.bench_dataplane import measure_mpps, start_pcap_bench
     from bng_lab.in_process import load_program
-    from bng_switch.switch_config import PIPELINE_INSTANCE_MB
 
     if args.builds < 1:
         ap.error("--builds must be at least 1")
     # Every build of a role is alive at once (freed ones would hand their
     # memory to the next build, placing it alike).
-    eal_mb = 512 + 2 * args.builds * PIPELINE_INSTANCE_MB
-    work, pcap, cfg, lib, iospecs = start_pcap_bench("bench-bng-ab-", "ab", 1, PORT, eal_mb)
+    work, pcap, cfg, lib, iospecs = start_pcap_bench("bench-bng-ab-", "ab", 1, PORT, 2 * args.builds)
     one_step = cfg.table_lookup == "one-step"
     tree = load_program("bng", work, "bng.spec")
     progs = {"a": load_program("bng", work, "bng-a.spec", args.program_a) if args.program_a else tree,

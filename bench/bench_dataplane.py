@@ -15,6 +15,7 @@ across machines.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import statistics
@@ -136,15 +137,16 @@ def run_modes(script: str, args, keys: tuple[str, ...]) -> dict | None:
     return results
 
 
-def start_pcap_bench(prefix: str, name: str, workers: int, port: int = 1, eal_memory_mb: int = 0):
+def start_pcap_bench(prefix: str, name: str, workers: int, port: int = 1, pipelines: int = 0):
     """What every pcap benchmark starts from, in the process that is to own
     the EAL: a scratch directory (work_dir(prefix)), the path of the pcap its
     port replays (in.pcap there, written by the caller before each pipeline
     build opens it), a switch config of `workers` busy-polling workers and
     that one pcap port, which discards what the pipeline sends, the started
-    EAL, and the workers' iospecs. eal_memory_mb: the EAL's memory where the
-    switch's default (two pipelines per worker) is too little. Returns (work,
-    pcap, cfg, lib, iospecs)."""
+    EAL, and the workers' iospecs. pipelines: how many pipeline instances
+    the caller keeps alive at once, where that is more than the switch's
+    default EAL memory plans for (two per worker). Returns (work, pcap, cfg,
+    lib, iospecs)."""
     from bng_lab.in_process import start_eal
     from bng_switch import switch_config
 
@@ -152,8 +154,10 @@ def start_pcap_bench(prefix: str, name: str, workers: int, port: int = 1, eal_me
     pcap = work / "in.pcap"
     cfg = switch_config.from_dict({
         "name": name, "work_dir": str(work), "workers": workers, "idle_us": 0,
-        "mempool_mbufs": 8192 * workers, "eal_memory_mb": eal_memory_mb,
+        "mempool_mbufs": 8192 * workers,
         "ports": [{"id": port, "type": "pcap", "rx_pcap": str(pcap), "tx_pcap": "none"}]})
+    if pipelines:
+        cfg = dataclasses.replace(cfg, eal_memory_mb=cfg.eal_memory_for(pipelines))
     lib = start_eal(cfg)
     return work, pcap, cfg, lib, [cfg.iospec(k) for k in range(workers)]
 

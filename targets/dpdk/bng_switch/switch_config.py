@@ -129,7 +129,13 @@ class SwitchConfig:
         space, not RAM."""
         if self.eal_memory_mb:
             return self.eal_memory_mb
-        return max(512, self.mempool_mbufs * 3 // 1024 + 256) + 2 * PIPELINE_INSTANCE_MB * self.workers
+        return self.eal_memory_for(2 * self.workers)
+
+    def eal_memory_for(self, pipelines: int) -> int:
+        """EAL memory in MB without hugepages for the mbufs and `pipelines`
+        BNG pipeline instances alive at once (eal_memory() plans two per
+        worker; a benchmark that keeps more builds needs more)."""
+        return max(512, self.mempool_mbufs * 3 // 1024 + 256) + PIPELINE_INSTANCE_MB * pipelines
 
     def iospec(self, instance: int) -> str:
         """The SWX I/O spec of one pipeline instance.

@@ -57,7 +57,8 @@ struct bsw_table {
 
 /* bsw_table_em_lookup.c: a one-step lookup of DPDK's exact-match table
  * object obj of table bt with its key size a constant, or NULL where the
- * table or object does not allow it. */
+ * table (another type, its own hash, a key over 32 bytes) or the object
+ * does not allow it. */
 rte_swx_table_lookup_t bsw_table_em_fast(const struct bsw_table *bt, const void *obj);
 
 #define BSW_ACTION_FOR_ENTRIES 1

@@ -156,10 +156,12 @@ bsw_table_em_fast(const struct bsw_table *bt, const void *obj)
 	const struct em_table *t = obj;
 	uint32_t size = bt->params.key_size;
 
-	/* Only DPDK's default hash (a table that names its own is hashed by
-	 * that), and only an object whose parameters read back as the table's
-	 * were set: otherwise its layout is not the one above. */
-	if (!obj || bt->params.hash_func || !size || size > EM_KEY_SIZE_MAX ||
+	/* Only a table of DPDK's exact-match type, with DPDK's default hash (a
+	 * table that names its own is hashed by that), and only an object
+	 * whose parameters read back as the table's were set: otherwise its
+	 * layout is not the one above. */
+	if (bt->is_stub || !bt->is_exact || bt->ops.lkp != rte_swx_table_exact_match_ops.lkp ||
+	    !obj || bt->params.hash_func || !size || size > EM_KEY_SIZE_MAX ||
 	    t->params.key_size != size || t->params.key_offset != bt->params.key_offset ||
 	    t->params.action_data_size != bt->params.action_data_size ||
 	    t->params.n_keys_max != bt->params.n_keys_max ||
@@ -186,8 +188,8 @@ bsw_table_em_compare(struct bsw_pipeline *bp, uint32_t table_id, const uint8_t *
 	}
 	bt = &bp->tables[table_id];
 	obj = bp->inst[0].active[table_id].obj;
-	if (bt->is_stub || !bt->is_exact || bt->ops.lkp != rte_swx_table_exact_match_ops.lkp ||
-	    !(fast = bsw_table_em_fast(bt, obj))) {
+	fast = bsw_table_em_fast(bt, obj);
+	if (!fast) {
 		bsw_set_error("table %u: no fast exact-match lookup", table_id);
 		return -ENOTSUP;
 	}
