@@ -4,6 +4,8 @@ fields packed in declaration order, header fields in network order,
 metadata in host order, action args in declaration order."""
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from bng_switch import libbsw, swx_spec
 
 
@@ -15,6 +17,9 @@ class FakePipeline:
         self.header_prefix = header_prefix
         self.commits: list[list[libbsw.PendingOp]] = []
         self.fail_next_commit: int | None = None
+        # errno for the ops a table full or out of memory would refuse: any
+        # commit holding one of them fails, every time
+        self.refuse: Callable[[libbsw.PendingOp], int | None] | None = None
         self.regs: dict[tuple[str, int], int] = {}
 
     def info(self):
@@ -56,6 +61,10 @@ class FakePipeline:
         if self.fail_next_commit is not None:
             errno, self.fail_next_commit = self.fail_next_commit, None
             raise libbsw.BswError("bsw_table_commit_packed", -errno, "injected failure")
+        for op in ops.ops if self.refuse else ():
+            refused = self.refuse(op)
+            if refused:
+                raise libbsw.BswError("bsw_table_commit_packed", -refused, "refused op")
         # The packed format carries no lengths: a key or action data of the
         # wrong size would put C out of step for the rest of the batch.
         for op in ops.ops:

@@ -515,45 +515,89 @@ def test_direct_fields_are_checked(direct_env, table, field, words):
     assert list(store.read(te(table))) == []
 
 
-def test_failed_commit_fails_every_table_update_and_restores_the_store(env):
-    """P4RuntimeService._commit_batch when the pipeline refuses the batch
-    (ENOSPC): each table update not already refused gets RESOURCE_EXHAUSTED,
-    the refused one keeps its own error, and the store is as before; the
-    same writes then commit, with keys and data of the table's sizes."""
+def _request(*updates):
+    req = p4r.WriteRequest(device_id=1)
+    for kind, e in updates:
+        req.updates.add(type=kind).entity.table_entry.CopyFrom(e)
+    return req
+
+
+def _commit(store, fake, *writes):
+    """P4RuntimeService._commit_batch over these writes, as the committer
+    runs it for the writes waiting at one moment."""
     import threading
     from types import SimpleNamespace
 
     from bng_switch.p4runtime_service import P4RuntimeService, PendingWrite
 
-    store, fake = env
-
-    def request(*entries):
-        req = p4r.WriteRequest(device_id=1)
-        for e in entries:
-            req.updates.add(type=p4r.Update.INSERT).entity.table_entry.CopyFrom(e)
-        return req
-
-    first = PendingWrite(request(te(1, [(1, "exact", MAC)], 10, [(1, b"\x01")]),
-                                 te(99, [(1, "exact", MAC)], 10, [(1, b"\x01")]),
-                                 te(5, [(1, "exact", MAC), (2, "exact", b"\x03")], 13, [(1, b"\x01"), (2, b"\x02")])))
-    second = PendingWrite(request(te(2, [(1, "lpm", b"\x0a\x00\x00\x00", 8)], 11)))
     service = SimpleNamespace(device=SimpleNamespace(lock=threading.Lock(), store=store, pipeline=fake),
                               stats={"writes": 0, "updates": 0, "commits": 0})
-    fake.fail_next_commit = 28
-    P4RuntimeService._commit_batch(service, [first, second])
-    codes = [[code for code, _ in pw.errors] for pw in (first, second)]
-    assert codes == [[grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.NOT_FOUND,
-                      grpc.StatusCode.RESOURCE_EXHAUSTED], [grpc.StatusCode.RESOURCE_EXHAUSTED]]
-    assert "pipeline commit failed" in first.errors[0][1] and "table id 99" in first.errors[1][1]
+    pws = [PendingWrite(w) for w in writes]
+    P4RuntimeService._commit_batch(service, pws)
+    return [[code for code, _ in pw.errors] for pw in pws], pws
+
+
+def test_a_refused_update_fails_alone_and_the_others_of_its_commit_go_in(env):
+    """A commit the pipeline refuses (a full hash bucket: ENOSPC) is tried
+    again in halves: only the update it refuses fails, with
+    RESOURCE_EXHAUSTED; the other client's write and the updates beside it
+    go in, and an update after it that needed it (a MODIFY of its key) is
+    NOT_FOUND, as in a commit of its own. The store holds what went in."""
+    store, fake = env
+    ok, refused = grpc.StatusCode.OK, grpc.StatusCode.RESOURCE_EXHAUSTED
+    full = store.tables[5].map.swx_id
+    fake.refuse = lambda op: errno.ENOSPC if op.table_id == full else None
+    key5 = [(1, "exact", MAC), (2, "exact", b"\x03")]
+    first = _request((p4r.Update.INSERT, te(1, [(1, "exact", MAC)], 10, [(1, b"\x01")])),
+                     (p4r.Update.INSERT, te(99, [(1, "exact", MAC)], 10, [(1, b"\x01")])),
+                     (p4r.Update.INSERT, te(5, key5, 13, [(1, b"\x01"), (2, b"\x02")])),
+                     (p4r.Update.INSERT, te(1, [(1, "exact", b"\x02\x00\x00\x00\x00\x02")], 10, [(1, b"\x02")])))
+    second = _request((p4r.Update.INSERT, te(2, [(1, "lpm", b"\x0a\x00\x00\x00", 8)], 11)),
+                      (p4r.Update.MODIFY, te(5, key5, 13, [(1, b"\x03"), (2, b"\x04")])))
+    codes, pws = _commit(store, fake, first, second)
+    assert codes == [[ok, grpc.StatusCode.NOT_FOUND, refused, ok], [ok, grpc.StatusCode.NOT_FOUND]]
+    assert "pipeline commit failed" in pws[0].errors[2][1] and "table id 99" in pws[0].errors[1][1]
+    assert len(store.tables[1].entries) == 2 and len(store.tables[2].entries) == 1
+    assert not store.tables[5].entries
+    assert not any(ts.rebuild_pending for ts in store.tables.values())
+    # what reached the data plane is what the store holds
+    committed = [op for ops in fake.commits for op in ops]
+    assert sorted((op.kind, op.table_id) for op in committed) == sorted(
+        [(libbsw.OP_ADD, store.tables[1].map.swx_id)] * 2 + [(libbsw.OP_REBUILD, store.tables[2].map.swx_id)])
+
+
+def test_a_commit_that_fails_once_goes_in_when_tried_again_in_halves(env):
+    """A refusal that does not come back (the commit after it succeeds): the
+    halves go in and every update is OK."""
+    store, fake = env
+    fake.fail_next_commit = errno.ENOSPC
+    codes, _ = _commit(store, fake,
+                       _request((p4r.Update.INSERT, te(1, [(1, "exact", MAC)], 10, [(1, b"\x01")]))),
+                       _request((p4r.Update.INSERT, te(2, [(1, "lpm", b"\x0a\x00\x00\x00", 8)], 11))))
+    assert codes == [[grpc.StatusCode.OK], [grpc.StatusCode.OK]]
+    assert len(fake.commits) == 2
+
+
+def test_a_refused_lone_update_restores_the_store(env):
+    """The one table update of a batch refused: RESOURCE_EXHAUSTED, the
+    store as before (no entry, no rebuild pending), nothing committed; the
+    same write then goes in once the pipeline takes it, with keys and data
+    of the table's sizes."""
+    store, fake = env
+    full = store.tables[5].map.swx_id
+    fake.refuse = lambda op: errno.ENOSPC if op.table_id == full else None
+    write = _request((p4r.Update.INSERT, te(5, [(1, "exact", MAC), (2, "exact", b"\x03")], 13,
+                                            [(1, b"\x01"), (2, b"\x02")])),
+                     (p4r.Update.INSERT, te(99, [(1, "exact", MAC)], 10, [(1, b"\x01")])))
+    codes, _ = _commit(store, fake, write)
+    assert codes == [[grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.NOT_FOUND]]
     assert all(not ts.entries for ts in store.tables.values()) and not fake.commits
     assert not any(ts.rebuild_pending for ts in store.tables.values())
-
-    first, second = PendingWrite(first.request), PendingWrite(second.request)
-    P4RuntimeService._commit_batch(service, [first, second])
-    assert [code for code, _ in first.errors + second.errors] == [
-        grpc.StatusCode.OK, grpc.StatusCode.NOT_FOUND, grpc.StatusCode.OK, grpc.StatusCode.OK]
+    fake.refuse = None
+    codes, _ = _commit(store, fake, write)
+    assert codes == [[grpc.StatusCode.OK, grpc.StatusCode.NOT_FOUND]]
     (ops,) = fake.commits
-    assert [op.kind for op in ops] == [libbsw.OP_ADD, libbsw.OP_ADD, libbsw.OP_REBUILD]
+    assert [op.kind for op in ops] == [libbsw.OP_ADD]
 
 
 @pytest.mark.parametrize("err,code", [(errno.ENOMEM, grpc.StatusCode.RESOURCE_EXHAUSTED),

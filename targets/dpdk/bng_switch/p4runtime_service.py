@@ -4,8 +4,10 @@ Writes from every client go through one committer thread: it drains all
 Write requests waiting at that moment, validates them in arrival order
 against the table store, and applies all their table ops in one pipeline
 commit (group commit). A failed update never stops the others (P4Runtime
-CONTINUE_ON_ERROR), and a commit that the pipeline refuses leaves the store
-as it was, so Read always shows what forwards.
+CONTINUE_ON_ERROR). A commit that the pipeline refuses (a full hash bucket,
+no memory for a rebuild) changes nothing there; the store is rolled back and
+the commit tried again in halves, so that only the update it refuses fails
+(commit_table_updates), and Read always shows what forwards.
 """
 from __future__ import annotations
 
@@ -57,6 +59,81 @@ class PendingWrite:
     done: threading.Event = field(default_factory=threading.Event)
     errors: list = field(default_factory=list)  # (grpc code, message) per update
     fatal: P4RuntimeError | None = None
+
+
+class _UpdateErrors:
+    """Records an update's failure as its entry of pw.errors, so that the
+    batch goes on (CONTINUE_ON_ERROR)."""
+
+    def __init__(self, pw: PendingWrite, i: int, kind: str | None):
+        self.pw, self.i, self.kind = pw, i, kind
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, typ, e, tb) -> bool:
+        if e is None:
+            return False
+        if isinstance(e, P4RuntimeError):
+            self.pw.errors[self.i] = (e.code, e.message)
+        elif isinstance(e, libbsw.BswError):
+            self.pw.errors[self.i] = (grpc.StatusCode.INTERNAL, str(e))
+        elif isinstance(e, Exception):     # a bug of ours: this update fails, the batch goes on
+            log.error("write: %s update %d failed", self.kind, self.i, exc_info=(typ, e, tb))
+            self.pw.errors[self.i] = (grpc.StatusCode.INTERNAL, f"{typ.__name__}: {e}")
+        else:
+            return False
+        return True
+
+
+def commit_table_updates(store, pipeline, direct: DirectResources, updates: list[tuple[PendingWrite, int]],
+                         stats: dict) -> list:
+    """Applies these table updates, in order, to the store and commits
+    them to the pipeline in one commit; returns the direct resources to
+    set for the entries that went in.
+
+    A commit the pipeline refuses (a hash bucket or a table full, no EAL
+    memory for a rebuild) changes nothing in the data plane. The store is
+    then rolled back and the updates are tried again in two halves, each
+    half in turn, down to the single update that does not fit, which
+    alone gets the error: a full bucket met by one client's entry no
+    longer fails every other update that shared its commit, and each
+    update still sees the ones before it, as it would in a commit of its
+    own (an INSERT that fails takes its later MODIFY with it)."""
+    if not updates:
+        return []
+    ops = libbsw.OpBatch()
+    undo: list = []
+    direct_after = []
+    for pw, i in updates:
+        pw.errors[i] = _OK
+        u = pw.request.updates[i]
+        with _UpdateErrors(pw, i, "table_entry"):
+            written = store.apply_entry(u.type, u.entity.table_entry, ops, undo)
+            if written is not None:
+                ts, stored = written
+                if ts.map.direct_counter or ts.map.direct_meter:
+                    direct_after.append((pw, i, lambda u=u, ts=ts, st=stored: direct.after_write(ts, u, st)))
+    store.add_rebuilds(ops)
+    if not ops.ops:
+        return direct_after
+    try:
+        pipeline.table_commit(ops)
+        stats["commits"] += 1
+        return direct_after
+    except libbsw.BswError as e:
+        store.roll_back(undo)
+        applied = [(pw, i) for pw, i in updates if pw.errors[i][0] == grpc.StatusCode.OK]
+        if len(applied) > 1:
+            half = len(updates) // 2
+            return (commit_table_updates(store, pipeline, direct, updates[:half], stats)
+                    + commit_table_updates(store, pipeline, direct, updates[half:], stats))
+        # ENOSPC: a table or bucket is full; ENOMEM: no EAL memory left for a rebuild.
+        code = grpc.StatusCode.RESOURCE_EXHAUSTED if e.errno in (errno.ENOSPC, errno.ENOMEM) \
+            else grpc.StatusCode.INTERNAL
+        for pw, i in applied:
+            pw.errors[i] = (code, f"pipeline commit failed: {e}")
+        return []
 
 
 class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
@@ -210,26 +287,20 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             store = dev.store
             if store is None:
                 raise P4RuntimeError(grpc.StatusCode.FAILED_PRECONDITION, "no pipeline")
-            ops = libbsw.OpBatch()
-            undo: list = []
-            # direct counters/meters are set once the entries they belong to
-            # are in the data plane: (write, update index, what to do)
-            direct_after: list[tuple[PendingWrite, int, object]] = []
             direct = DirectResources(dev.pipeline)
+            table_updates: list[tuple[PendingWrite, int]] = []
+            # direct counter/meter entries are set once the table entries of
+            # the batch are in the data plane: (write, update index, setter)
+            direct_after: list[tuple[PendingWrite, int, object]] = []
             for pw in batch:
                 pw.errors = [_OK] * len(pw.request.updates)
                 for i, u in enumerate(pw.request.updates):
-                    entity = u.entity
-                    kind = entity.WhichOneof("entity")
-                    try:
-                        if kind == "table_entry":
-                            written = store.apply_entry(u.type, entity.table_entry, ops, undo)
-                            if written is not None:
-                                ts, stored = written
-                                if ts.map.direct_counter or ts.map.direct_meter:
-                                    direct_after.append(
-                                        (pw, i, lambda u=u, ts=ts, st=stored: direct.after_write(ts, u, st)))
-                        elif kind == "counter_entry":
+                    kind = u.entity.WhichOneof("entity")
+                    if kind == "table_entry":
+                        table_updates.append((pw, i))
+                        continue
+                    with _UpdateErrors(pw, i, kind):
+                        if kind == "counter_entry":
                             self._write_counter(u)
                         elif kind == "meter_entry":
                             self._write_meter(u)
@@ -246,44 +317,16 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                             raise P4RuntimeError(grpc.StatusCode.INVALID_ARGUMENT, "update without an entity")
                         else:
                             raise P4RuntimeError(grpc.StatusCode.UNIMPLEMENTED, f"{kind} writes are not supported")
-                    except P4RuntimeError as e:
-                        pw.errors[i] = (e.code, e.message)
-                    except libbsw.BswError as e:
-                        pw.errors[i] = (grpc.StatusCode.INTERNAL, str(e))
-                    except Exception as e:     # a bug of ours: this update fails, the batch goes on
-                        log.exception("write: %s update %d failed", kind, i)
-                        pw.errors[i] = (grpc.StatusCode.INTERNAL, f"{type(e).__name__}: {e}")
-            store.add_rebuilds(ops)
-            committed = False
-            try:
-                dev.pipeline.table_commit(ops)
-                committed = True
-            except libbsw.BswError as e:
-                # Nothing of the batch reached the data plane: undo the store
-                # and fail every table update of the batch.
-                store.roll_back(undo)
-                # ENOSPC: a table is full; ENOMEM: no EAL memory left for a rebuild.
-                code = grpc.StatusCode.RESOURCE_EXHAUSTED if e.errno in (errno.ENOSPC, errno.ENOMEM) \
-                    else grpc.StatusCode.INTERNAL
-                for pw in batch:
-                    for i, u in enumerate(pw.request.updates):
-                        if pw.errors[i][0] == grpc.StatusCode.OK and \
-                                u.entity.WhichOneof("entity") == "table_entry":
-                            pw.errors[i] = (code, f"pipeline commit failed: {e}")
+            direct_after += commit_table_updates(store, dev.pipeline, direct, table_updates, self.stats)
+            order = {id(pw): n for n, pw in enumerate(batch)}
+            direct_after.sort(key=lambda d: (order[id(d[0])], d[1]))     # in arrival order, as written
             for pw, i, fn in direct_after:
                 if pw.errors[i][0] != grpc.StatusCode.OK:
                     continue
-                if not committed and pw.request.updates[i].entity.WhichOneof("entity") == "table_entry":
-                    continue
-                try:
+                with _UpdateErrors(pw, i, "direct"):
                     fn()
-                except P4RuntimeError as e:
-                    pw.errors[i] = (e.code, e.message)
-                except libbsw.BswError as e:
-                    pw.errors[i] = (grpc.StatusCode.INTERNAL, str(e))
             self.stats["writes"] += len(batch)
             self.stats["updates"] += sum(len(pw.request.updates) for pw in batch)
-            self.stats["commits"] += 1
 
     # ---- counters, meters, registers ----
     def _counter(self, counter_id: int):
