@@ -103,8 +103,11 @@ class PuntIpv6Control(PuntTest):
 
 
 class PuntL2tp(PuntTest):
-    """L2TP control (T bit) to our address; PPP control inside an L2TP data
-    session (LNS side, before and after the session entry)."""
+    """L2TP control (T bit) to our address, an SCCRQ's tunnel and session
+    ids 0 included; PPP control inside an L2TP data session (LNS side,
+    before and after the session entry); the same in a data message with
+    tunnel or session id 0, which no session can have (RFC 2661 3.1):
+    dropped as MALFORMED, not punted."""
 
     def runTest(self):
         self.insert("local_ipv4", {"addr": ip_int(BNG_IP)}, "set_local")
@@ -112,6 +115,10 @@ class PuntL2tp(PuntTest):
         self.expect_punt(CORE2, self.l2tp_over_ip(sccrq), "L2TP_CONTROL")
         lcp = l2tp_data(0x2222, 0x3333) + b"\xc0\x21" + LCP_CONF_REQ
         self.expect_punt(CORE2, self.l2tp_over_ip(lcp), "L2TP_PPP_CONTROL", session_id=0x3333)
+        for tunnel_id, session_id in ((0, 0x3333), (0x2222, 0), (0, 0)):
+            with self.subTest(tunnel_id=tunnel_id, session_id=session_id):
+                self.expect_drop(CORE2, self.l2tp_over_ip(l2tp_data(tunnel_id, session_id) + b"\xc0\x21"
+                                                          + LCP_CONF_REQ))
         self.insert("l2tp_session", {"local_ip": ip_int(BNG_IP), "peer_ip": ip_int(PEER_IP),
                                      "tunnel_id": 0x2222, "session_id": 0x3333},
                     "lns_term", sess_idx=SESS_IDX, mss_clamp=0)

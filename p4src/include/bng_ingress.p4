@@ -582,7 +582,7 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
                     meta.ppp_len = meta.ppp_len + 20;
                     if (meta.l2tp_class == L2TP_CONTROL) {
                         punt_for(PuntReason_t.L2TP_CONTROL);
-                    } else if (meta.l2tp_class == L2TP_BAD_VERSION) {
+                    } else if (meta.l2tp_class == L2TP_MALFORMED) {
                         drop_for(DropReason_t.MALFORMED);
                     } else if (meta.l2tp_class == L2TP_OFFSET) {
                         drop_for(DropReason_t.UNSUPPORTED);

@@ -143,7 +143,7 @@ const bit<8> L2TP_VERSION = 2;
 /* meta.l2tp_class: what the parser made of an L2TP header. */
 const bit<8> L2TP_DATA = 0;
 const bit<8> L2TP_CONTROL = 1;       /* T bit: punted whole */
-const bit<8> L2TP_BAD_VERSION = 2;
+const bit<8> L2TP_MALFORMED = 2;      /* a version other than 2, or a data message with id 0 */
 const bit<8> L2TP_OFFSET = 3;        /* non-zero offset padding: unsupported */
 
 /* meta.ipv6_class: what the parser made of the last IPv6 header's first

@@ -223,7 +223,7 @@ struct bng_meta_t {
     bit<16> ppp_len;          /* L2TP: the UDP length, turned into the bytes
                                * of PPP carried by the core */
     bit<16> l2tp_len;         /* L2TP header bytes (with optional fields) */
-    bit<8> l2tp_class;        /* L2TP_DATA, L2TP_CONTROL, L2TP_BAD_VERSION, L2TP_OFFSET */
+    bit<8> l2tp_class;        /* L2TP_DATA, L2TP_CONTROL, L2TP_MALFORMED, L2TP_OFFSET */
     bit<8> ipv6_class;        /* of the last IPv6 header: IPV6_* below */
 
     /* lookup keys, in the order the tables need them adjacent:

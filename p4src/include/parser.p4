@@ -191,7 +191,7 @@ parser BngParser(packet_in pkt, inout headers_t hdr, inout bng_meta_t meta) {
     }
 
     state l2tp_bad_version {
-        meta.l2tp_class = L2TP_BAD_VERSION;
+        meta.l2tp_class = L2TP_MALFORMED;
         transition accept;
     }
 
@@ -209,10 +209,28 @@ parser BngParser(packet_in pkt, inout headers_t hdr, inout bng_meta_t meta) {
         meta.tunnel_id = hdr.l2tp_ids.tunnel_id;
         meta.session_id = hdr.l2tp_ids.session_id;
         meta.l2tp_session_id = hdr.l2tp_ids.session_id;   /* the lookups' copy */
-        transition select(hdr.l2tp.flags) {
-            L2TP_FLAG_S &&& L2TP_FLAG_S: parse_l2tp_seq;
+        /* Tunnel id 0 is an SCCRQ's and session id 0 a tunnel's own control
+         * messages' (RFC 2661 3.1): a data message with either is malformed,
+         * dropped rather than punted as PPP of no session. Two states: on
+         * Tofino a state matches at most 4 bytes, the flags' byte included
+         * while it stays live. */
+        transition select(hdr.l2tp_ids.tunnel_id) {
+            0: l2tp_zero_id;
+            default: check_l2tp_session_id;
+        }
+    }
+
+    state check_l2tp_session_id {
+        transition select(hdr.l2tp_ids.session_id, hdr.l2tp.flags) {
+            (0, _): l2tp_zero_id;
+            (_, L2TP_FLAG_S &&& L2TP_FLAG_S): parse_l2tp_seq;
             default: parse_l2tp_offset;
         }
+    }
+
+    state l2tp_zero_id {
+        meta.l2tp_class = L2TP_MALFORMED;
+        transition accept;
     }
 
     state parse_l2tp_seq {
