@@ -234,10 +234,8 @@ def paired_runs(base, p, args) -> tuple[list[float], list[float]]:
     from bench.bench_dataplane import measure_mpps
     mine, theirs = [], []
     for i in range(args.runs):
-        pair = (base, p) if i % 2 == 0 else (p, base)
-        got = {id(q): measure_mpps(q, PORT, args.seconds, args.workers) for q in pair}
-        mine.append(got[id(p)])
-        theirs.append(got[id(base)])
+        for q, runs in ((base, theirs), (p, mine)) if i % 2 == 0 else ((p, mine), (base, theirs)):
+            runs.append(measure_mpps(q, PORT, args.seconds, args.workers))
     return mine, theirs
 
 
@@ -319,8 +317,6 @@ def run_child(args) -> dict:
                          "p4_l2fwd_runs": l2_runs, "entries": n_ops, "install_s": round(install_s, 1)}
             res["p4_l2fwd"]["runs"] += l2_runs
             p.free()
-        if not res["p4_l2fwd"]["runs"]:         # no role asked for: the baseline alone
-            res["p4_l2fwd"]["runs"] = [measure_mpps(l2, PORT, args.seconds, args.workers) for _ in range(args.runs)]
         check_p4_l2fwd(l2)
         l2.free()
     return out

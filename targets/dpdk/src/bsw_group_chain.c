@@ -129,8 +129,9 @@ group_chain(FILE *in, FILE *out, int direct, uint32_t *n_chained)
 	}
 	if (direct) {
 		for (i = 0; i < n_lines; i++) {
-			if (defined_group(lines[i]) != NO_GROUP)
-				group = defined_group(lines[i]);
+			g = defined_group(lines[i]);
+			if (g != NO_GROUP)
+				group = g;
 			target = hand_over_target(lines, i, n_lines, group);
 			if (target < GROUPS_MAX) {
 				callers[target]++;
@@ -144,7 +145,7 @@ group_chain(FILE *in, FILE *out, int direct, uint32_t *n_chained)
 	group = NO_GROUP;
 	for (i = 0; i < n_lines; i++) {
 		const char *cur = lines[i], *next = i + 1 < n_lines ? lines[i + 1] : "";
-		unsigned long next_def = defined_group(next);
+		unsigned long cur_def = defined_group(cur), next_def = defined_group(next);
 		int def_void = !strcmp(cur, "void\n") && next_def != NO_GROUP;
 
 		if (direct && !prototypes_done && def_void) {
@@ -156,11 +157,11 @@ group_chain(FILE *in, FILE *out, int direct, uint32_t *n_chained)
 					fprintf(out, "%s " GROUP_BODY "%lu(struct rte_swx_pipeline *p);\n",
 						group_specifiers(kind[g]), g);
 		}
-		if (defined_group(cur) != NO_GROUP)
-			group = defined_group(cur);
+		if (cur_def != NO_GROUP)
+			group = cur_def;
 		if (direct && def_void)	/* every id is below GROUPS_MAX here */
 			fprintf(out, "%s\n", group_specifiers(kind[next_def]));
-		else if (direct && defined_group(cur) != NO_GROUP)
+		else if (direct && cur_def != NO_GROUP)
 			fprintf(out, GROUP_BODY "%s", cur + strlen(GROUP_DEF));
 		else
 			fputs(cur, out);

@@ -10,6 +10,7 @@
 #include <rte_swx_pipeline.h>
 #include <rte_swx_ctl.h>
 #include <rte_swx_table.h>
+#include <rte_swx_table_em.h>
 #include <rte_spinlock.h>
 
 #include "bsw.h"
@@ -54,6 +55,15 @@ struct bsw_table {
 	uint8_t *action_use;
 	uint32_t n_actions;
 };
+
+/* Whether the data plane looks table bt up in DPDK's exact-match table type
+ * (the type whose lookup bsw_table_lookup.c switches between one step and
+ * stages, and whose objects bsw_table_em_lookup.c reads). */
+static inline int
+bsw_table_is_dpdk_em(const struct bsw_table *bt)
+{
+	return !bt->is_stub && bt->is_exact && bt->ops.lkp == rte_swx_table_exact_match_ops.lkp;
+}
 
 /* bsw_table_em_lookup.c: a one-step lookup of DPDK's exact-match table
  * object obj of table bt with its key size a constant, or NULL where the

@@ -160,8 +160,7 @@ bsw_table_em_fast(const struct bsw_table *bt, const void *obj)
 	 * table that names its own is hashed by that), and only an object
 	 * whose parameters read back as the table's were set: otherwise its
 	 * layout is not the one above. */
-	if (bt->is_stub || !bt->is_exact || bt->ops.lkp != rte_swx_table_exact_match_ops.lkp ||
-	    !obj || bt->params.hash_func || !size || size > EM_KEY_SIZE_MAX ||
+	if (!bsw_table_is_dpdk_em(bt) || !obj || bt->params.hash_func || !size || size > EM_KEY_SIZE_MAX ||
 	    t->params.key_size != size || t->params.key_offset != bt->params.key_offset ||
 	    t->params.action_data_size != bt->params.action_data_size ||
 	    t->params.n_keys_max != bt->params.n_keys_max ||

@@ -44,8 +44,7 @@ bsw_table_lookup_set(struct bsw_pipeline *bp, int one_step)
 				struct bsw_table *bt = &bp->tables[id];
 				rte_swx_table_lookup_t own;
 
-				if (bt->is_stub || !bt->is_exact ||
-				    bt->ops.lkp != rte_swx_table_exact_match_ops.lkp)
+				if (!bsw_table_is_dpdk_em(bt))
 					continue;
 				own = fast ? bsw_table_em_fast(bt, bp->inst[k].active[id].obj) : NULL;
 				t->tables[id].func = own ? own : one_step ?
