@@ -8,6 +8,11 @@
  * (bsw_hdr_emit_run_exec) are checked the same way, in both of their forms:
  * a run known at compile time whose header ids rise (as the BNG's deparser
  * is), and runs of random instructions, which take the bit-by-bit path.
+ * The output header handler that tx and drop run (bsw_emit_handler) is
+ * checked against DPDK's emit_handler() on random output header lists:
+ * headers parsed in the packet, in place in front of the payload or not,
+ * overlapping where they move to or not, and headers of their own storage;
+ * the packet's bytes, offset and length must come out the same.
  * Built and run by test_swx_exact_access.py; prints one line and exits 0
  * when every case agreed. */
 #include <stdio.h>
@@ -141,6 +146,123 @@ bsw_run(struct thread *t, uint32_t which, const struct instruction *first, uint3
 	}
 }
 
+#define PKT 512
+#define HEADROOM 256
+
+/* One random output header list over packet bytes pkt, with the payload at
+ * pkt + HEADROOM, the way a deparser leaves it after decaps and encaps:
+ * parsed headers in order from a random start (some dropped, two sometimes
+ * swapped), each either in the packet or, as a pushed header is, in its own
+ * storage at hstore. */
+static void
+handler_case_init(struct thread *t, struct header_out_runtime *out, uint8_t *pkt, uint8_t *hstore,
+		  uint32_t *kinds)
+{
+	uint32_t n_parsed = rnd() % 6, sizes[6], pos, i, total = 0, n = 0, store = 0;
+
+	for (i = 0; i < PKT; i++)
+		pkt[i] = (uint8_t)rnd();
+	t->ptr = pkt + HEADROOM;
+	t->pkt.pkt = pkt;
+	t->pkt.offset = HEADROOM;
+	t->pkt.length = 64;
+	for (i = 0; i < n_parsed; i++) {
+		sizes[i] = 1 + rnd() % 40;
+		total += sizes[i];
+	}
+	/* The parsed headers end at the payload, as the parser leaves them. */
+	pos = HEADROOM - total;
+	for (i = 0; i < n_parsed; i++) {
+		int keep = rnd() % 4 != 0;
+
+		if (rnd() % 4 == 0) {
+			/* A pushed header before this parsed one. */
+			uint32_t size = 1 + rnd() % 40;
+
+			out[n].ptr = out[n].ptr0 = hstore + store;
+			out[n].n_bytes = size;
+			store += size;
+			n++;
+			kinds[1]++;
+		}
+		if (keep) {
+			out[n].ptr0 = hstore + 1024 + i * 64;
+			out[n].ptr = pkt + pos;
+			out[n].n_bytes = sizes[i];
+			/* DPDK's emit merges a header that follows the last one. */
+			if (n && out[n - 1].ptr + out[n - 1].n_bytes == out[n].ptr)
+				out[n - 1].n_bytes += sizes[i];
+			else
+				n++;
+			kinds[0]++;
+		}
+		pos += sizes[i];
+	}
+	if (rnd() % 3 == 0) {
+		uint32_t size = 1 + rnd() % 80;
+
+		out[n].ptr = out[n].ptr0 = hstore + store;
+		out[n].n_bytes = size;
+		n++;
+		kinds[1]++;
+	}
+	if (n >= 2 && rnd() % 4 == 0) {
+		/* Two headers emitted in the other order than they were parsed
+		 * in (their moves may then cross). */
+		struct header_out_runtime x;
+
+		i = rnd() % (n - 1);
+		x = out[i];
+		out[i] = out[i + 1];
+		out[i + 1] = x;
+	}
+	t->n_headers_out = n;
+	t->headers_out = out;
+}
+
+/* bsw_emit_handler() against DPDK's emit_handler() on `cases` random lists. */
+static int
+handler_check(uint32_t cases, uint32_t *kinds)
+{
+	static uint8_t pkt_a[PKT], pkt_b[PKT], hstore_a[2048], hstore_b[2048];
+	static uint8_t storage_a[PKT], storage_b[PKT];
+	static struct header_out_runtime out_a[16], out_b[16];
+	struct thread a, b;
+	uint32_t c, i;
+
+	for (c = 0; c < cases; c++) {
+		memset(&a, 0, sizeof(a));
+		handler_case_init(&a, out_a, pkt_a, hstore_a, kinds);
+		for (i = 0; i < sizeof(hstore_a); i++)
+			hstore_a[i] = (uint8_t)rnd();
+		b = a;
+		memcpy(pkt_b, pkt_a, PKT);
+		memcpy(hstore_b, hstore_a, sizeof(hstore_b));
+		for (i = 0; i < a.n_headers_out; i++) {
+			out_b[i] = out_a[i];
+			out_b[i].ptr += out_a[i].ptr >= pkt_a && out_a[i].ptr < pkt_a + PKT ?
+				pkt_b - pkt_a : hstore_b - hstore_a;
+			out_b[i].ptr0 += hstore_b - hstore_a;
+		}
+		b.headers_out = out_b;
+		b.ptr = pkt_b + HEADROOM;
+		b.pkt.pkt = pkt_b;
+		a.header_out_storage = storage_a;
+		b.header_out_storage = storage_b;
+		emit_handler(&a);
+		bsw_emit_handler(&b);
+		if (a.pkt.offset != b.pkt.offset || a.pkt.length != b.pkt.length ||
+		    memcmp(pkt_a, pkt_b, PKT)) {
+			printf("handler case %u (%u output headers): offset %u length %u against "
+			       "DPDK's %u %u, packet bytes %s\n", c, a.n_headers_out, b.pkt.offset,
+			       b.pkt.length, a.pkt.offset, a.pkt.length,
+			       memcmp(pkt_a, pkt_b, PKT) ? "differ" : "the same");
+			return 1;
+		}
+	}
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -148,7 +270,7 @@ main(int argc, char **argv)
 	static struct world a, b;
 	static struct instruction first[16], last;
 	uint32_t cases = argc > 1 ? (uint32_t)atoi(argv[1]) : 1000, c, emits = 0, valid = 0;
-	uint32_t fused = 0;
+	uint32_t fused = 0, kinds[2] = { 0, 0 };
 
 	for (c = 0; c < cases; c++) {
 		uint32_t runs = 1 + rnd() % 12, r;
@@ -216,7 +338,10 @@ main(int argc, char **argv)
 		       "constant runs as constants\n");
 		return 1;
 	}
-	printf("ok: %u cases, %u emits, %u of them valid, %u fused runs (%u walked)\n", cases,
-	       emits, valid, fused, ordered_runs);
+	if (handler_check(cases, kinds))
+		return 1;
+	printf("ok: %u cases, %u emits, %u of them valid, %u fused runs (%u walked); "
+	       "%u output header lists (%u parsed headers, %u pushed)\n", cases, emits, valid,
+	       fused, ordered_runs, cases, kinds[0], kinds[1]);
 	return 0;
 }

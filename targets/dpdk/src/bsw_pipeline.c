@@ -109,6 +109,19 @@ emit_run_wanted(int emit)
 	return emit && !(v && !strcmp(v, "0"));
 }
 
+#define EMIT_DPDK_HANDLER_DEFINE "#define BSW_EMIT_DPDK_HANDLER 1\n"
+
+/* Whether tx and drop write the output headers with bsw_swx_emit.h's
+ * handler: whenever its emits are used, unless BSW_SWX_EMIT_HANDLER=0 keeps
+ * DPDK's (to measure the difference). */
+static int
+emit_handler_wanted(int emit)
+{
+	const char *v = getenv("BSW_SWX_EMIT_HANDLER");
+
+	return emit && !(v && !strcmp(v, "0"));
+}
+
 /* Whether instruction groups call the next one (bsw_swx_group_chain.h):
  * always, unless BSW_SWX_GROUP_CHAIN=0 asks for DPDK's run loop between them
  * (to measure the difference) or the build traces (DPDK's trace is per
@@ -329,6 +342,7 @@ codegen_and_compile(const char *spec_path, const char *work_dir, const char *inc
 	code_pass_t passes[3];
 	uint32_t n_passes = 0;
 	int status, trace, exact, checksum, emit, emit_run, chain, direct_chain, stats;
+	int emit_handler;
 
 	/* Both go into file names of fixed size and, single-quoted, into the
 	 * shell command below: refuse what would be cut short (a truncated
@@ -355,6 +369,7 @@ codegen_and_compile(const char *spec_path, const char *work_dir, const char *inc
 	checksum = checksum_wanted(exact);
 	emit = emit_wanted(trace);
 	emit_run = emit_run_wanted(emit);
+	emit_handler = emit_handler_wanted(emit);
 	chain = group_chain_wanted(trace);
 	stats = chain && table_stats_wanted();
 	direct_chain = direct_chain_wanted(chain);
@@ -366,6 +381,8 @@ codegen_and_compile(const char *spec_path, const char *work_dir, const char *inc
 		h = text_hash(h, bsw_emit_h);
 	if (emit_run)
 		h = text_hash(h, "bsw_emit_run");
+	if (emit && !emit_handler)
+		h = text_hash(h, EMIT_DPDK_HANDLER_DEFINE);
 	if (chain)
 		h = text_hash(h, bsw_group_chain_h);
 	if (direct_chain)
@@ -418,6 +435,8 @@ codegen_and_compile(const char *spec_path, const char *work_dir, const char *inc
 		free(header);
 		passes[n_passes++] = checksum ? fence_pass : fence_pass_dpdk_checksums;
 	}
+	if (emit && !emit_handler)
+		fputs(EMIT_DPDK_HANDLER_DEFINE, code);
 	if (emit)
 		fprintf(code, "%s\n", bsw_emit_h);
 	if (emit_run)

@@ -41,6 +41,8 @@
 #ifndef BSW_SWX_EMIT_H
 #define BSW_SWX_EMIT_H
 
+#include <string.h>
+
 #include "rte_swx_pipeline_internal.h"
 
 /* The thread's output list as a fused emit holds it: in registers, written
@@ -179,6 +181,180 @@ bsw_hdr_emit_run_exec(struct thread *t, const struct instruction *first, uint32_
 	}
 	bsw_emit_finish(t, &s);
 }
+
+/* Moves n bytes with every load before the first store, so that source and
+ * destination may overlap, as memmove() allows, without its call: the
+ * headers a packet leaves with are a few tens of bytes each. Over 64 bytes
+ * it is memmove(). */
+typedef uint8_t bsw_bytes16 __attribute__((vector_size(16)));
+
+static __rte_always_inline void
+bsw_move_small(uint8_t *dst, const uint8_t *src, uint32_t n)
+{
+	if (n >= 16) {
+		bsw_bytes16 a, b, c, d;
+
+		if (n > 64) {
+			memmove(dst, src, n);
+			return;
+		}
+		if (n > 32) {
+			memcpy(&a, src, 16);
+			memcpy(&b, src + 16, 16);
+			memcpy(&c, src + n - 32, 16);
+			memcpy(&d, src + n - 16, 16);
+			memcpy(dst, &a, 16);
+			memcpy(dst + 16, &b, 16);
+			memcpy(dst + n - 32, &c, 16);
+			memcpy(dst + n - 16, &d, 16);
+			return;
+		}
+		memcpy(&a, src, 16);
+		memcpy(&b, src + n - 16, 16);
+		memcpy(dst, &a, 16);
+		memcpy(dst + n - 16, &b, 16);
+	} else if (n >= 8) {
+		uint64_t a, b;
+
+		memcpy(&a, src, 8);
+		memcpy(&b, src + n - 8, 8);
+		memcpy(dst, &a, 8);
+		memcpy(dst + n - 8, &b, 8);
+	} else if (n >= 4) {
+		uint32_t a, b;
+
+		memcpy(&a, src, 4);
+		memcpy(&b, src + n - 4, 4);
+		memcpy(dst, &a, 4);
+		memcpy(dst + n - 4, &b, 4);
+	} else if (n >= 2) {
+		uint16_t a, b;
+
+		memcpy(&a, src, 2);
+		memcpy(&b, src + n - 2, 2);
+		memcpy(dst, &a, 2);
+		memcpy(dst + n - 2, &b, 2);
+	} else if (n) {
+		*dst = *src;
+	}
+}
+
+static __rte_always_inline int
+bsw_overlap(const uint8_t *a, uint32_t na, const uint8_t *b, uint32_t nb)
+{
+	return a < b + nb && b < a + na;
+}
+
+/* Two output headers moved straight to their places in front of the
+ * payload (and the headers in place there), in the order in which neither
+ * move writes over the other's source; 0 where both orders would (then
+ * they go through the staging area). */
+static __rte_always_inline int
+bsw_emit_two(struct thread *t, uint32_t tail)
+{
+	const struct header_out_runtime *h0 = &t->headers_out[0], *h1 = &t->headers_out[1];
+	uint8_t *d1 = t->ptr - tail - h1->n_bytes, *d0 = d1 - h0->n_bytes;
+
+	if (!bsw_overlap(d0, h0->n_bytes, h1->ptr, h1->n_bytes)) {
+		bsw_move_small(d0, h0->ptr, h0->n_bytes);
+		bsw_move_small(d1, h1->ptr, h1->n_bytes);
+		return 1;
+	}
+	if (!bsw_overlap(d1, h1->n_bytes, h0->ptr, h0->n_bytes)) {
+		bsw_move_small(d1, h1->ptr, h1->n_bytes);
+		bsw_move_small(d0, h0->ptr, h0->n_bytes);
+		return 1;
+	}
+	return 0;
+}
+
+/* DPDK 22.11's emit_handler(): writes the thread's output headers in front
+ * of the payload (t->ptr) and grows the packet by them.
+ *
+ * Why not DPDK's: any packet that lost a header from the middle (a PPPoE or
+ * L2TP decap) or gained one that does not start the packet (an L2TP encap
+ * behind Ethernet) takes its "complex case", three calls to the C library's
+ * memcpy per packet (every header into a staging area, then the lot in
+ * front of the payload): 4% of the BNG's samples on pppoe_up (perf, 64 B).
+ * Here the output headers that already end at the payload stay where they
+ * are (after a decap the inner IP header does), one or two headers left are
+ * moved straight to their places (two in the order in which neither
+ * overwrites the other's source), and only more, or two that cross, go
+ * through the staging area; every copy is bsw_move_small(). The bytes left
+ * in the packet, its offset and length are DPDK's: its two simple cases are
+ * the same moves (nothing, or one header), and in its complex case every
+ * source is read before any byte is written, as in each of the ways here
+ * (swx_emit_check.c compares the two on random header lists). */
+static __rte_always_inline void
+bsw_emit_handler(struct thread *t)
+{
+	uint32_t n = t->n_headers_out, tail = 0, offset = 0, i;
+
+	while (n && t->headers_out[n - 1].ptr + t->headers_out[n - 1].n_bytes == t->ptr - tail) {
+		tail += t->headers_out[n - 1].n_bytes;
+		n--;
+	}
+	if (n == 1) {
+		offset = t->headers_out[0].n_bytes;
+		bsw_move_small(t->ptr - tail - offset, t->headers_out[0].ptr, offset);
+	} else if (n == 2 && bsw_emit_two(t, tail)) {
+		offset = t->headers_out[0].n_bytes + t->headers_out[1].n_bytes;
+	} else if (n) {
+		for (i = 0; i < n; i++) {
+			struct header_out_runtime *h = &t->headers_out[i];
+
+			bsw_move_small(&t->header_out_storage[offset], h->ptr, h->n_bytes);
+			offset += h->n_bytes;
+		}
+		bsw_move_small(t->ptr - tail - offset, t->header_out_storage, offset);
+	}
+	offset += tail;
+	t->pkt.offset -= offset;
+	t->pkt.length += offset;
+}
+
+/* DPDK 22.11's tx, tx with the port a constant, and drop, with
+ * bsw_emit_handler(). */
+static __rte_always_inline void
+bsw_tx_to(struct rte_swx_pipeline *p, struct thread *t, uint64_t port_id)
+{
+	struct port_out_runtime *port = &p->out[port_id];
+	struct rte_swx_pkt *pkt = &t->pkt;
+
+	bsw_emit_handler(t);
+	mirroring_handler(p, t, pkt);
+	if (!t->recirculate)
+		port->pkt_tx(port->obj, pkt);
+}
+
+static __rte_always_inline void
+bsw_tx_exec(struct rte_swx_pipeline *p, struct thread *t, const struct instruction *ip)
+{
+	bsw_tx_to(p, t, METADATA_READ(t, ip->io.io.offset, ip->io.io.n_bits));
+}
+
+static __rte_always_inline void
+bsw_tx_i_exec(struct rte_swx_pipeline *p, struct thread *t, const struct instruction *ip)
+{
+	bsw_tx_to(p, t, ip->io.io.val);
+}
+
+static __rte_always_inline void
+bsw_drop_exec(struct rte_swx_pipeline *p, struct thread *t,
+	      const struct instruction *ip __rte_unused)
+{
+	struct port_out_runtime *port = &p->out[p->n_ports_out - 1];
+
+	bsw_emit_handler(t);
+	mirroring_handler(p, t, &t->pkt);
+	port->pkt_tx(port->obj, &t->pkt);
+}
+
+#ifndef BSW_EMIT_DPDK_HANDLER
+#define __instr_tx_exec bsw_tx_exec
+#define __instr_tx_i_exec bsw_tx_i_exec
+#define __instr_drop_exec bsw_drop_exec
+#endif
 
 /* The fused forms that bsw_emit_run.c writes. */
 static __rte_always_inline void
