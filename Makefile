@@ -4,7 +4,7 @@
 SHELL := /bin/bash
 PY := .venv/bin/python
 
-.PHONY: setup lab test unit-test p4 p4-check switch emulator bench bench-tables bench-dataplane bench-bng bench-ab bench-path bench-setup bench-l2tp clean
+.PHONY: setup lab test unit-test p4 p4-check switch emulator bench bench-tables bench-dataplane bench-bng bench-ab bench-path bench-profile bench-setup bench-l2tp clean
 
 setup:
 	bash scripts/setup.sh
@@ -66,6 +66,11 @@ bench-ab: setup
 # SWX instructions per packet by role (DPDK's trace), a figure the VM's noise does not move
 bench-path: setup
 	$(PY) bench/bench_path_length.py $(BENCH_PATH_ARGS)
+
+# ns per packet by part of the data path (perf), by role beside p4_l2fwd (BENCH_PROFILE_ARGS="--roles pppoe_up")
+bench-profile: setup
+	command -v perf >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq linux-perf
+	$(PY) bench/bench_profile.py $(BENCH_PROFILE_ARGS)
 
 clean:
 	make -C targets/dpdk clean
