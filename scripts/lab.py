@@ -101,7 +101,8 @@ class Status:
                  f" (failed {st.get('failed', 0)}, flaps {st.get('flaps', 0)})",
                  f"{'LNS' if self.l2tp else 'BNG'} sessions up {sessions.get('up', 0)}",
                  f"setup {st.get('setup_rate_cps', 0):.0f}/s",
-                 f"traffic up {up_tx} down {down_rx} lost {down.get('lost', 0)}{rates}"]
+                 f"traffic up {up_tx} down {down_rx} lost {down.get('lost', 0)}"
+                 f" silent {down.get('sessions_silent', 0)}{rates}"]
         if self.l2tp:
             tunnels = snap.get("tunnels", [])
             parts.insert(3, f"LAC sessions up {snap.get('lac', {}).get('sessions', {}).get('up', 0)}, "
@@ -195,10 +196,15 @@ def main(argv: list[str] | None = None) -> int:
                 break
         st = snap.get("emulator", {})
         up_ok = st.get("established") == args.subscribers and st.get("failed") == 0
+        # Every subscriber that sent its stream got some of it back: the
+        # reflected stream proves each session's path both ways.
+        down = st.get("stream_down", {})
         traffic_ok = not args.pps or (st.get("stream_up", {}).get("sent", 0) > 0
-                                      and st.get("stream_down", {}).get("received", 0) > 0)
+                                      and down.get("received", 0) > 0
+                                      and down.get("sessions_silent", 0) == 0)
         ok = up_ok and traffic_ok
-        print(f"lab: stopping ({'subscribers up and traffic both ways' if ok else 'NOT all up or no traffic'})",
+        print(f"lab: stopping ({'subscribers up and traffic both ways' if ok else 'NOT all up or no traffic'}"
+              f"{'' if not down.get('sessions_silent') else ', %d silent sessions' % down['sessions_silent']})",
               flush=True)
     except (ProcessError, RuntimeError, OSError) as e:
         print(f"lab: failed: {e}", file=sys.stderr)

@@ -54,6 +54,7 @@ def test_lab_brings_subscribers_up_passes_traffic_and_cleans_up(topology):
     up, down, lost = map(int, re.search(r"traffic up (\d+) down (\d+) lost (\d+)", last).groups())
     assert up > 0 and down > 0, last
     assert lost <= up // 20, last                     # the reflected stream comes back, give or take in flight
+    assert " silent 0" in last, last                   # every subscriber got its stream back
     assert "bngctl" in out and "p4runtime_sh" in out  # it says how to look inside
     after = (netns_names(), link_names(), hugepage_files(), free_hugepages())
     assert after == before, f"left behind: {after} vs {before}"

@@ -94,6 +94,9 @@ func (e *Engine) Report(withSessions bool) *report.Report {
 		r.StreamDown.Received += s.StreamDown.Received
 		r.StreamDown.Lost += s.StreamDown.Lost()
 		r.StreamDown.Reordered += s.StreamDown.Reordered
+		if s.StreamSilent() {
+			r.StreamDown.SessionsSilent++
+		}
 	}
 	if withSessions {
 		r.Sessions = make([]report.Session, 0, len(e.sessions))

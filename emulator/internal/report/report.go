@@ -69,6 +69,10 @@ type StreamDown struct {
 	Reordered    uint64 `json:"reordered"`
 	UDPReceived  uint64 `json:"udp_received"` // all UDP, also without our payload format
 	WrongSession uint64 `json:"wrong_session"`
+	// Sessions that sent session.SilentAfter stream packets or more and
+	// received none: with a reflecting core, black-holed sessions (their
+	// loss is not in Lost, which counts gaps between packets received).
+	SessionsSilent uint64 `json:"sessions_silent"`
 }
 
 // Echo counts LCP keepalives.
@@ -172,8 +176,8 @@ func WriteFile(path string, r *Report) error {
 // StatusLine is the one-line progress report; intervalRate is sessions
 // established per second over the last interval.
 func StatusLine(r *Report, intervalRate float64) string {
-	return fmt.Sprintf("[subemu %7.1fs] %-9s established %d/%d failed %d rejected %d  setup %.0f/s (avg %.0f/s)  flaps %d  ping %d/%d  stream tx %d rx %d lost %d  ctl tx %d rx %d",
+	return fmt.Sprintf("[subemu %7.1fs] %-9s established %d/%d failed %d rejected %d  setup %.0f/s (avg %.0f/s)  flaps %d  ping %d/%d  stream tx %d rx %d lost %d silent %d  ctl tx %d rx %d",
 		r.ElapsedS, r.Phase, r.Established, r.Requested, r.Failed, r.ExpectedRejects, intervalRate, r.SetupRateCPS,
-		r.Flaps, r.Ping.Received, r.Ping.Sent, r.StreamUp.Sent, r.StreamDown.Received, r.StreamDown.Lost,
+		r.Flaps, r.Ping.Received, r.Ping.Sent, r.StreamUp.Sent, r.StreamDown.Received, r.StreamDown.Lost, r.StreamDown.SessionsSilent,
 		r.Control.Tx, r.Control.Rx)
 }

@@ -43,7 +43,7 @@ func TestSchemaKeys(t *testing.T) {
 	}
 	sub := map[string][]string{
 		"setup_time_ms": {"p50", "p95", "max"}, "ping": {"sent", "received"}, "stream_up": {"sent"},
-		"stream_down": {"received", "lost", "reordered"}, "echo": {"requests_answered", "requests_sent", "replies_received"},
+		"stream_down": {"received", "lost", "reordered", "sessions_silent"}, "echo": {"requests_answered", "requests_sent", "replies_received"},
 		"control": {"tx", "rx", "dropped_rx", "dup_tx", "reordered_tx"},
 	}
 	for k, keys := range sub {

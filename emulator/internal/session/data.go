@@ -256,3 +256,15 @@ func (s *Session) dhcpInput(b []byte) {
 		}
 	}
 }
+
+// SilentAfter is how many stream packets a session sends before it counts
+// as silent if none has come back: the first ones may be in flight.
+const SilentAfter = 3
+
+// StreamSilent says whether the session has sent SilentAfter stream packets
+// or more and received no stream packet at all. Where the core reflects the
+// stream (the lab), that is a session the data plane black-holes one way or
+// the other, which the sequence gaps of StreamDown cannot show.
+func (s *Session) StreamSilent() bool {
+	return s.streamSeq >= SilentAfter && !s.StreamDown.Started()
+}

@@ -77,7 +77,12 @@ func (t *SeqTracker) Observe(seq uint64) {
 	}
 }
 
+// Started says whether any packet has been received.
+func (t *SeqTracker) Started() bool { return t.started }
+
 // Lost is the number of sequence numbers in [first, highest] not received.
+// A flow that received nothing has lost nothing by this count: its sender
+// knows what it sent (see Session.StreamSilent).
 func (t *SeqTracker) Lost() uint64 {
 	if !t.started {
 		return 0
