@@ -96,11 +96,21 @@ func TestCHAPMD5Response(t *testing.T) {
 	if hex.EncodeToString(p.Data[1:17]) != "67b7af5da95748229ac5f2ac8e080a7d" || string(p.Data[17:]) != "user1@lab.test" {
 		t.Fatalf("value %x name %q", p.Data[1:17], p.Data[17:])
 	}
+	if o, _ := c.Input(ppp.AppendPacket(nil, CHAPSuccess, 0x2b, []byte("welcome")), nil); o != WrongIdentifier {
+		t.Fatalf("success for another response -> %v", o)
+	}
 	if o, _ := c.Input(ppp.AppendPacket(nil, CHAPSuccess, 0x2a, []byte("welcome")), nil); o != Success {
 		t.Fatalf("success -> %v", o)
 	}
-	if o, _ := c.Input(ppp.AppendPacket(nil, CHAPFailure, 0x2b, []byte("no")), nil); o != Failure || c.Message != "no" {
+	if o, _ := c.Input(ppp.AppendPacket(nil, CHAPFailure, 0x2b, []byte("no")), nil); o != WrongIdentifier || c.Message != "" {
+		t.Fatalf("failure for another response -> %v %q", o, c.Message)
+	}
+	if o, _ := c.Input(ppp.AppendPacket(nil, CHAPFailure, 0x2a, []byte("no")), nil); o != Failure || c.Message != "no" {
 		t.Fatalf("failure -> %v %q", o, c.Message)
+	}
+	fresh := NewClient(CHAPMD5, "u", "p", nil)
+	if o, _ := fresh.Input(ppp.AppendPacket(nil, CHAPSuccess, 0, nil), nil); o != WrongIdentifier {
+		t.Fatalf("success before any response -> %v", o)
 	}
 	if o, _ := c.Input(challenge(1, nil, ""), nil); o != Malformed {
 		t.Fatal("empty challenge accepted")

@@ -103,6 +103,7 @@ const (
 	Failure                         // the authenticator rejected us
 	BadAuthenticator                // MS-CHAPv2 Success without the right "S=" proof
 	Malformed                       // undecodable packet, ignored
+	WrongIdentifier                 // a CHAP Success/Failure not for our last Response, ignored
 )
 
 // Random is the source of MS-CHAPv2 peer challenges.
@@ -116,10 +117,11 @@ type Client struct {
 	Password string
 	rnd      Random
 
-	id       uint8  // Identifier of our last PAP request / CHAP response
-	attempts int    // PAP requests sent
-	msAuth   string // expected MS-CHAPv2 authenticator response
-	Message  string // the authenticator's last Failure/Nak message
+	id        uint8  // Identifier of our last PAP request / CHAP response
+	attempts  int    // PAP requests sent
+	responded bool   // a CHAP Response has been built
+	msAuth    string // expected MS-CHAPv2 authenticator response
+	Message   string // the authenticator's last Failure/Nak message
 }
 
 // ErrNoRequest is returned by Request for CHAP methods, where the
@@ -189,6 +191,7 @@ func (c *Client) chapInput(p ppp.Packet, reply []byte) (Outcome, []byte) {
 		}
 		challenge := p.Data[1 : 1+int(p.Data[0])]
 		c.id = p.ID
+		c.responded = true
 		if c.Method == CHAPMD5 {
 			h := md5.New()
 			h.Write([]byte{p.ID})
@@ -210,6 +213,14 @@ func (c *Client) chapInput(p ppp.Packet, reply []byte) (Outcome, []byte) {
 		c.msAuth = GenerateAuthenticatorResponse(c.Password, nt, peerChallenge, authChallenge, c.Username)
 		v := MSCHAPv2ResponseValue(peerChallenge, nt)
 		return Pending, appendCHAPResponse(reply, p.ID, v[:], c.Username)
+	case CHAPSuccess, CHAPFailure:
+		// RFC 1994 4.2: Success and Failure copy the Identifier of the
+		// Response that caused them; any other answers no Response of ours.
+		if !c.responded || p.ID != c.id {
+			return WrongIdentifier, reply
+		}
+	}
+	switch p.Code {
 	case CHAPSuccess:
 		if c.Method == MSCHAPv2 {
 			if c.msAuth == "" || !CheckAuthenticatorResponse(p.Data, c.msAuth) {

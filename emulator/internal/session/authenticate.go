@@ -48,6 +48,8 @@ func (s *Session) authInput(proto ppp.Protocol, body []byte) {
 		s.abort(ReasonBadAuthenticator)
 	case auth.Malformed:
 		s.env.ProtocolError("auth_malformed")
+	case auth.WrongIdentifier:
+		s.env.ProtocolError("chap_answer_wrong_identifier")
 	}
 }
 

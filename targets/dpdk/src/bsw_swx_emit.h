@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Header emits for compiled SWX pipelines that look at a header's valid bit
- * before anything else.
+ * before anything else, and the tx and drop that write the emitted headers
+ * into the packet without calls to memcpy (bsw_emit_handler below).
  *
  * Put in front of the C code that rte_swx_pipeline_codegen() writes (after
  * bsw_swx_exact_access.h when that is used); it replaces the emit
- * instructions, alone and fused with tx, by the #defines at the end.
+ * instructions, alone and fused with tx, by the #defines at the end, and
+ * tx and drop by those after bsw_emit_handler().
  *
  * Why: a P4 deparser emits every header the program knows, in order, and
  * most of them are not valid in any one packet (the BNG's deparser has 21
