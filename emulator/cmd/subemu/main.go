@@ -109,6 +109,7 @@ func newFlags(o *options, out io.Writer) *flag.FlagSet {
 	fs.Float64Var(&o.floodDuration, "flood-duration", 10, "how long the PADI flood lasts")
 	fs.Float64Var(&o.duration, "duration", 0, "seconds of traffic after every session has finished setup")
 	fs.BoolVar(&c.Hold, "hold", false, "run until SIGTERM/SIGINT")
+	fs.BoolVar(&c.Strict, "strict", false, "exit 1 also when the BNG made a protocol error (report: protocol_errors)")
 	fs.BoolVar(&c.NoTeardown, "no-teardown", false, "exit without Terminate-Request/PADT (CPEs vanishing)")
 	fs.Float64Var(&o.teardownWait, "teardown-wait", 1, "how long to wait for Terminate-Acks before the PADTs")
 	fs.Float64Var(&o.statusInterval, "status-interval", 1, "status line / status file / timeline interval")

@@ -42,8 +42,11 @@ type Config struct {
 	Impair impair.Config
 	Seed   int64
 
-	Duration       time.Duration
-	Hold           bool
+	Duration time.Duration
+	Hold     bool
+	// Strict: a protocol error of the BNG (report.protocol_errors) fails
+	// the run (ExitCode 1), as a failed session does.
+	Strict         bool
 	NoTeardown     bool
 	TeardownWait   time.Duration
 	StatusInterval time.Duration

@@ -602,7 +602,8 @@ func (e *Engine) ExitCode() int {
 			want++
 		}
 	}
-	if e.finalGood == want && e.unexpectedAccepts == 0 && (e.cfg.Session.Reconnect || e.flaps == 0) {
+	if e.finalGood == want && e.unexpectedAccepts == 0 && (e.cfg.Session.Reconnect || e.flaps == 0) &&
+		(!e.cfg.Strict || len(e.perr) == 0) {
 		return 0
 	}
 	return 1

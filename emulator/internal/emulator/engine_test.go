@@ -444,6 +444,14 @@ func TestPADSErrorAndMissingHostUniq(t *testing.T) {
 	if r.Established != 2 || r.ProtocolErrors["discovery_without_host_uniq"] == 0 {
 		t.Fatalf("established %d errors %v", r.Established, r.ProtocolErrors)
 	}
+	// Every session is up: a pass, unless protocol errors fail the run.
+	if b.e.ExitCode() != 0 {
+		t.Fatal("exit code without --strict")
+	}
+	b.e.cfg.Strict = true
+	if b.e.ExitCode() != 1 {
+		t.Fatal("exit code with --strict")
+	}
 }
 
 func TestPingAndStreams(t *testing.T) {
