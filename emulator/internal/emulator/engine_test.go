@@ -497,6 +497,26 @@ func TestPingAndStreams(t *testing.T) {
 	b.checkACErrors()
 }
 
+// A frame over our MRU (1492, PPPoE's) is the BNG's protocol error; one of
+// exactly the MRU is not.
+func TestFrameOverMRU(t *testing.T) {
+	cfg := baseConfig(1)
+	cfg.Duration = 2 * time.Second
+	b := newBench(t, cfg, acConfig()).start()
+	b.run(30*time.Second, func() bool { return b.e.Phase() == PhaseRunning })
+	acs := b.ac.Sessions[0]
+	for _, size := range []int{1492, 1493} {
+		// IPv4 20 + UDP 8 + payload: an IPv4 packet of size bytes.
+		p := traffic.AppendPayload(nil, uint32(acs.SID-0x100), 0, 0, size-28)
+		acs.SendIPv4(ipv4.AppendUDP(nil, netip.MustParseAddr("198.51.100.9"), acs.Address(), 1, 9000, 5000, p))
+	}
+	b.finish(60 * time.Second)
+	r := b.e.Report(false)
+	if r.ProtocolErrors["frame_over_mru"] != 1 {
+		t.Fatalf("errors %v", r.ProtocolErrors)
+	}
+}
+
 func TestCHAPRechallengeWhileUp(t *testing.T) {
 	cfg := baseConfig(1)
 	cfg.Hold = true

@@ -244,6 +244,11 @@ func (s *Session) HandleSession(frame []byte) {
 		return
 	}
 	lcpOpen := s.lcpFSM.State() == ppp.Opened
+	if lcpOpen && len(body) > int(s.lcpPol.MRU()) {
+		// RFC 1661 6.1: the BNG sends no more than our MRU (of the
+		// Information field). Counted, and the frame still taken.
+		s.env.ProtocolError("frame_over_mru")
+	}
 	switch proto {
 	case ppp.ProtoLCP:
 		s.lcpFSM.Input(body)
