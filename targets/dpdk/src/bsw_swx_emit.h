@@ -184,61 +184,47 @@ bsw_hdr_emit_run_exec(struct thread *t, const struct instruction *first, uint32_
 	bsw_emit_finish(t, &s);
 }
 
-/* Moves n bytes with every load before the first store, so that source and
- * destination may overlap, as memmove() allows, without its call: the
- * headers a packet leaves with are a few tens of bytes each. Over 64 bytes
- * it is memmove(). */
+/* The first and the last w bytes of n (w <= n <= 2 w, so the two cover all
+ * n), all loaded before any is stored: source and destination may overlap,
+ * as memmove() allows. w (at most 32) is a constant at every call, so each
+ * copy is loads and stores of registers, of 16 bytes at most each. */
 typedef uint8_t bsw_bytes16 __attribute__((vector_size(16)));
 
 static __rte_always_inline void
+bsw_move_ends(uint8_t *dst, const uint8_t *src, uint32_t n, uint32_t w)
+{
+	uint32_t c = w < 16 ? w : 16, k;
+	bsw_bytes16 head[2], tail[2];
+
+	for (k = 0; k * c < w; k++) {
+		memcpy(&head[k], src + k * c, c);
+		memcpy(&tail[k], src + n - w + k * c, c);
+	}
+	for (k = 0; k * c < w; k++) {
+		memcpy(dst + k * c, &head[k], c);
+		memcpy(dst + n - w + k * c, &tail[k], c);
+	}
+}
+
+/* Moves n bytes as memmove() does, without its call: the headers a packet
+ * leaves with are a few tens of bytes each. Over 64 bytes it is memmove(). */
+static __rte_always_inline void
 bsw_move_small(uint8_t *dst, const uint8_t *src, uint32_t n)
 {
-	if (n >= 16) {
-		bsw_bytes16 a, b, c, d;
-
-		if (n > 64) {
-			memmove(dst, src, n);
-			return;
-		}
-		if (n > 32) {
-			memcpy(&a, src, 16);
-			memcpy(&b, src + 16, 16);
-			memcpy(&c, src + n - 32, 16);
-			memcpy(&d, src + n - 16, 16);
-			memcpy(dst, &a, 16);
-			memcpy(dst + 16, &b, 16);
-			memcpy(dst + n - 32, &c, 16);
-			memcpy(dst + n - 16, &d, 16);
-			return;
-		}
-		memcpy(&a, src, 16);
-		memcpy(&b, src + n - 16, 16);
-		memcpy(dst, &a, 16);
-		memcpy(dst + n - 16, &b, 16);
-	} else if (n >= 8) {
-		uint64_t a, b;
-
-		memcpy(&a, src, 8);
-		memcpy(&b, src + n - 8, 8);
-		memcpy(dst, &a, 8);
-		memcpy(dst + n - 8, &b, 8);
-	} else if (n >= 4) {
-		uint32_t a, b;
-
-		memcpy(&a, src, 4);
-		memcpy(&b, src + n - 4, 4);
-		memcpy(dst, &a, 4);
-		memcpy(dst + n - 4, &b, 4);
-	} else if (n >= 2) {
-		uint16_t a, b;
-
-		memcpy(&a, src, 2);
-		memcpy(&b, src + n - 2, 2);
-		memcpy(dst, &a, 2);
-		memcpy(dst + n - 2, &b, 2);
-	} else if (n) {
+	if (n > 64)
+		memmove(dst, src, n);
+	else if (n > 32)
+		bsw_move_ends(dst, src, n, 32);
+	else if (n >= 16)
+		bsw_move_ends(dst, src, n, 16);
+	else if (n >= 8)
+		bsw_move_ends(dst, src, n, 8);
+	else if (n >= 4)
+		bsw_move_ends(dst, src, n, 4);
+	else if (n >= 2)
+		bsw_move_ends(dst, src, n, 2);
+	else if (n)
 		*dst = *src;
-	}
 }
 
 static __rte_always_inline int
