@@ -141,7 +141,7 @@ def entries(role: str, n: int, entry) -> list:
                              {"sess_idx": i + 1, "mss_clamp": 0, "line_id": LINE_ID}))
         elif role == "pppoe_down":
             ups.append(entry("ipv4_session", {"dst_ipv4": client_ip(i)}, "to_pppoe",
-                             {**down_pppoe, "mss_clamp": 0}))
+                             {**down_pppoe, "mss_clamp": 0, "max_len": 1492}))
         elif role == "lac_up":
             ups.append(entry("pppoe_session", sess, "pppoe_lac",
                              {"sess_idx": i + 1, "tunnel_idx": TUNNEL_IDX, "peer_session_id": i + 1,
@@ -155,7 +155,7 @@ def entries(role: str, n: int, entry) -> list:
         elif role == "lns_down":
             ups.append(entry("ipv4_session", {"dst_ipv4": client_ip(i)}, "to_l2tp",
                              {"sess_idx": i + 1, "tunnel_idx": TUNNEL_IDX, "peer_session_id": i + 1,
-                              "mss_clamp": 0}))
+                              "mss_clamp": 0, "max_len": 1492}))
     return ups
 
 

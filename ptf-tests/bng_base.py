@@ -233,9 +233,10 @@ class BngTest(BaseTest):
 
     def install_pppoe_session(self, line_id=5, port=ACCESS1, s_vid=0, c_vid=0, mss=0,
                               s_tpid=None, session_id=SESSION_ID, sess_idx=SESS_IDX,
-                              client_ip=CLIENT_IP, client_mac=CLIENT_MAC) -> None:
+                              client_ip=CLIENT_IP, client_mac=CLIENT_MAC, mru=1492) -> None:
         """What the controller installs when IPCP opens: three entries. The
-        s-tag's TPID defaults to what vlan_layers() puts on the line."""
+        s-tag's TPID defaults to what vlan_layers() puts on the line; mru:
+        the largest IPv4 packet the session takes downstream."""
         if s_tpid is None:
             s_tpid = 0x88a8 if c_vid else 0x8100
         common = {"port": port, "s_vid": s_vid, "c_vid": c_vid, "session_id": session_id,
@@ -247,7 +248,7 @@ class BngTest(BaseTest):
         self.insert("ipv4_session", {"dst_ipv4": ip_int(client_ip)}, "to_pppoe",
                     sess_idx=sess_idx, port=port, client_mac=mac_int(client_mac),
                     bng_mac=mac_int(BNG_MAC), s_tpid=s_tpid, s_vid=s_vid, c_vid=c_vid,
-                    pppoe_session_id=session_id, mss_clamp=mss)
+                    pppoe_session_id=session_id, mss_clamp=mss, max_len=mru)
 
     def install_tunnel(self, tunnel_idx=3, peer_tunnel_id=0x1111, nexthop_id=2,
                        port=CORE2, peer_port=1701, local_action="set_local") -> None:

@@ -92,14 +92,15 @@ class LacNegative(LacTest):
 
 
 class LnsTest(BngTest):
-    def install_lns_session(self, mss=0):
+    def install_lns_session(self, mss=0, mru=1460):
         self.install_core_route()
         self.install_tunnel(tunnel_idx=4, peer_tunnel_id=PEER_TUNNEL)
         self.insert("l2tp_session", L2TP_KEY, "lns_term", sess_idx=SESS_IDX, mss_clamp=mss)
         self.insert("l2tp_up_v4", {**L2TP_KEY, "src_ipv4": ip_int(CLIENT_IP)}, "lns_term", sess_idx=SESS_IDX,
                     mss_clamp=mss)
         self.insert("ipv4_session", {"dst_ipv4": ip_int(CLIENT_IP)}, "to_l2tp",
-                    sess_idx=SESS_IDX, tunnel_idx=4, peer_session_id=PEER_SESSION, mss_clamp=mss)
+                    sess_idx=SESS_IDX, tunnel_idx=4, peer_session_id=PEER_SESSION, mss_clamp=mss,
+                    max_len=mru)
 
 
 class LnsUpstream(LnsTest):
@@ -190,7 +191,8 @@ class LnsIpv6(LnsTest):
         self.install_lns_session()
         self.insert("ipv6_antispoof", {"sess_idx": SESS_IDX, "src_prefix": CLIENT_V6_PREFIX}, "permit")
         self.insert("ipv6_session", {"dst_prefix": CLIENT_V6_PREFIX}, "to_l2tp",
-                    sess_idx=SESS_IDX, tunnel_idx=4, peer_session_id=PEER_SESSION, mss_clamp=0)
+                    sess_idx=SESS_IDX, tunnel_idx=4, peer_session_id=PEER_SESSION, mss_clamp=0,
+                    max_len=1460 - 40)
         self.insert("fib_v6", {"dst_prefix": (0, 0)}, "set_nexthop", nexthop_id=1)
         client, server = "2001:db8:1::10", "2001:db8:ffff::1"
 

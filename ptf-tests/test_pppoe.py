@@ -98,7 +98,7 @@ class UpstreamDownstreamV6(BngTest):
         self.insert("ipv6_session", {"dst_prefix": CLIENT_V6_PREFIX}, "to_pppoe",
                     sess_idx=SESS_IDX, port=ACCESS1, client_mac=mac_int(CLIENT_MAC),
                     bng_mac=mac_int(BNG_MAC), s_tpid=0x88a8, s_vid=0, c_vid=0,
-                    pppoe_session_id=SESSION_ID, mss_clamp=0)
+                    pppoe_session_id=SESSION_ID, mss_clamp=0, max_len=1492 - 40)
         self.insert("nexthop", {"nexthop_id": 9}, "set_l2", port=CORE1, smac=mac_int(BNG_MAC),
                     dmac=mac_int(CORE_ROUTER_MAC), vid=0)
         self.insert("fib_v6", {"dst_prefix": (0x2001_0db8_ffff_0000, 48)}, "set_nexthop", nexthop_id=9)

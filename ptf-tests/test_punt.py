@@ -8,10 +8,11 @@ from scapy.layers.l2 import ARP, Ether
 from scapy.layers.ppp import PPPoED
 from scapy.packet import Raw
 
-from bng_base import (ACCESS1, ACCESS2, BNG_IP, BNG_MAC, CLIENT_IP, CLIENT_MAC, CORE1, CORE2,
-                      CORE_ROUTER_MAC, GATEWAY_IP, INTERNET_IP, PEER_IP, SESS_IDX, SESSION_ID,
-                      BngTest, access_frame, ip_int, l2tp_data)
+from bng_base import (ACCESS1, ACCESS2, BNG_IP, BNG_MAC, CLIENT_IP, CLIENT_MAC, CLIENT_V6_PREFIX, CORE1,
+                      CORE2, CORE_ROUTER_MAC, GATEWAY_IP, INTERNET_IP, PEER_IP, SESS_IDX, SESSION_ID,
+                      BngTest, access_frame, ip_int, l2tp_data, mac_int)
 
+LNS_CLIENT_IP = "10.0.0.77"
 LCP_CONF_REQ = bytes.fromhex("01010008") + bytes.fromhex("010405d4")  # Configure-Request, MRU 1492
 
 
@@ -140,6 +141,39 @@ class PuntTtlExpired(PuntTest):
         # TTL 2 still goes through (negative of the negative)
         self.send(ACCESS1, access_frame(self.pppoe_ip(IP(src=CLIENT_IP, dst=INTERNET_IP, ttl=2) / UDP())))
         self.assertIsNotNone(self.dataplane.poll(port_number=CORE1, timeout=2).packet)
+
+
+class PuntPacketTooBig(PuntTest):
+    """Downstream IP larger than the session's max_len (its MRU) is punted
+    whole as PACKET_TOO_BIG, for the controller to fragment or answer
+    with ICMP; a packet of exactly max_len is forwarded. For PPPoE IPv4
+    (total length), PPPoE IPv6 (payload length) and an LNS session's IPv4
+    (the L2TP encapsulation is not counted: the MRU is the PPP link's)."""
+
+    def runTest(self):
+        self.install_subscriber(mru=1492)
+        self.insert("ipv6_session", {"dst_prefix": CLIENT_V6_PREFIX}, "to_pppoe",
+                    sess_idx=SESS_IDX, port=ACCESS1, client_mac=mac_int(CLIENT_MAC),
+                    bng_mac=mac_int(BNG_MAC), s_tpid=0x88a8, s_vid=0, c_vid=0,
+                    pppoe_session_id=SESSION_ID, mss_clamp=0, max_len=1492 - 40)
+        self.install_tunnel(tunnel_idx=4, peer_tunnel_id=0x1111)
+        self.insert("ipv4_session", {"dst_ipv4": ip_int(LNS_CLIENT_IP)}, "to_l2tp",
+                    sess_idx=SESS_IDX + 1, tunnel_idx=4, peer_session_id=0x2222, mss_clamp=0, max_len=1460)
+        core = Ether(src=CORE_ROUTER_MAC, dst=BNG_MAC)
+        cases = (("pppoe ipv4", IP(src=INTERNET_IP, dst=CLIENT_IP, flags="DF") / UDP(), 20 + 8, 1492, ACCESS1),
+                 ("pppoe ipv6", IPv6(src="2001:db8:ffff::1", dst="2001:db8:1::10") / UDP(), 40 + 8, 1492, ACCESS1),
+                 ("lns ipv4", IP(src=INTERNET_IP, dst=LNS_CLIENT_IP) / UDP(), 20 + 8, 1460, CORE2))
+        before = self.counter("punts", self.PUNT["PACKET_TOO_BIG"])
+        for what, head, head_len, mru, out_port in cases:
+            with self.subTest(what=what):
+                fits = core / head / Raw(b"f" * (mru - head_len))
+                self.send(CORE1, fits)
+                self.assertIsNotNone(self.dataplane.poll(port_number=out_port, timeout=2).packet,
+                                     f"{what}: a packet of the MRU was not forwarded")
+                self.expect_nothing()
+                big = core / head / Raw(b"b" * (mru - head_len + 1))
+                self.expect_punt(CORE1, big, "PACKET_TOO_BIG")
+        self.assert_counter_delta(before, "punts", self.PUNT["PACKET_TOO_BIG"], 3)
 
 
 class PuntPolicer(PuntTest):

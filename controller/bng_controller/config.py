@@ -135,7 +135,7 @@ class PuntPolicerConfig:
     rates: dict[str, int] = field(default_factory=lambda: {
         "PPPOE_DISCOVERY": 500, "PPP_CONTROL": 3000, "L2TP_CONTROL": 2000, "L2TP_PPP_CONTROL": 3000,
         "ARP": 200, "LOCAL_IPV4": 300, "LOCAL_IPV6": 300, "SUBSCRIBER_IPV6_CONTROL": 1000,
-        "TTL_EXPIRED": 100})
+        "TTL_EXPIRED": 100, "PACKET_TOO_BIG": 200})
 
 
 @dataclass

@@ -38,6 +38,7 @@ from .ip_pool import PoolSet
 from .lines import IndexAllocator
 from .p4info_names import P4InfoNames
 from .p4runtime_async import AsyncP4RuntimeClient, PacketIn, deletes, inserts, modifies
+from .path_mtu import PacketTooBig
 from .ppp.codec import PPP_IPV4
 from .pppoe import codec as pppoe
 from .pppoe.discovery import PppoeDiscovery
@@ -120,6 +121,9 @@ class BngController:
         self.ipv6 = Ipv6Responder(self) if cfg.ipv6.enabled else None
         self.sessions.ipv6 = self.ipv6
         self._setup_core()
+        self.too_big = PacketTooBig(self.sessions, lambda frame, port: self.switch.packet_out(frame, port),
+                                    cfg.bng_mac, self.core_addresses,
+                                    self.ipv6.core_global if self.ipv6 is not None else {})
 
     # ------------------------------------------------------------------
     def _setup_core(self) -> None:
@@ -455,6 +459,8 @@ class BngController:
             if not (reason == "TTL_EXPIRED" and self.ipv6 is not None
                     and self.ipv6.on_packet_in(reason, port, md, frame)):
                 self._ipv4_to_us(reason, port, md, frame)
+        elif reason == "PACKET_TOO_BIG":
+            self.too_big.on_packet_in(port, frame)
         elif reason in ("L2TP_CONTROL", "L2TP_PPP_CONTROL") and self.l2tp is not None:
             self.l2tp.on_packet_in(reason, port, md, frame)
         elif reason in ("LOCAL_IPV6", "SUBSCRIBER_IPV6_CONTROL") and self.ipv6 is not None:
@@ -517,7 +523,8 @@ class BngController:
         out = {"controller": dict(sorted(s.counters.items())), "packet_in": dict(sorted(self.punts.items())),
                "unhandled_punts": self.unhandled_punts, "early_packet_ins_dropped": self.early_packet_ins_dropped,
                "p4runtime": dict(self.switch.stats),
-               "writer": dict(self.switch.writer.stats), "arp": vars(self.arp.stats)}
+               "writer": dict(self.switch.writer.stats), "arp": vars(self.arp.stats),
+               "packet_too_big": dict(sorted(self.too_big.counters.items()))}
         if self.switch.connected.is_set():
             out["dataplane"] = await self.dataplane_counters()
         if self.l2tp is not None:

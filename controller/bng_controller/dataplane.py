@@ -27,6 +27,19 @@ _SESSION_METERS = ("session_meter_up", "session_meter_down")     # up, down
 _METERS = (*_SESSION_METERS, "punt_meter")
 
 
+def ipv4_max_len(mru: int) -> int:
+    """to_pppoe / to_l2tp's max_len in ipv4_session: the largest IPv4 total
+    length a session of this MRU takes (the PPP information field is the
+    whole IP packet). Larger ones are punted as PACKET_TOO_BIG."""
+    return mru
+
+
+def ipv6_max_len(mru: int) -> int:
+    """max_len in ipv6_session: the data plane compares it with the IPv6
+    payload length, which leaves out the 40-byte header."""
+    return max(mru - 40, 0)
+
+
 @dataclass(frozen=True)
 class PppoeTarget:
     """Where downstream frames of a PPPoE session go."""
@@ -161,7 +174,7 @@ class BngTables:
                                                  "line_id": line.line_id})
 
     def pppoe_ipv4(self, line: SubscriberLine, session_id: int, client_mac: int, addr: ipaddress.IPv4Address,
-                   sess_idx: int, mss_clamp: int, down: PppoeTarget) -> list[p4r.TableEntry]:
+                   sess_idx: int, mss_clamp: int, mru: int, down: PppoeTarget) -> list[p4r.TableEntry]:
         """Upstream fast path with the anti-spoof check, and the /32 down."""
         b = self.b
         return [b.table_entry("pppoe_up_v4", {**self._pppoe_key(line, session_id, client_mac),
@@ -169,15 +182,16 @@ class BngTables:
                               "pppoe_term", {"sess_idx": sess_idx, "mss_clamp": mss_clamp,
                                              "line_id": line.line_id}),
                 b.table_entry("ipv4_session", {"dst_ipv4": int(addr)}, "to_pppoe",
-                              self._to_pppoe(sess_idx, down, mss_clamp))]
+                              {**self._to_pppoe(sess_idx, down, mss_clamp), "max_len": ipv4_max_len(mru)})]
 
-    def pppoe_ipv6(self, prefix: ipaddress.IPv6Network, sess_idx: int, mss_clamp: int,
+    def pppoe_ipv6(self, prefix: ipaddress.IPv6Network, sess_idx: int, mss_clamp: int, mru: int,
                    down: PppoeTarget) -> list[p4r.TableEntry]:
         b = self.b
         out = []
         for hi in prefix64(prefix):
             out.append(b.table_entry("ipv6_session", {"dst_prefix": hi}, "to_pppoe",
-                                     self._to_pppoe(sess_idx, down, mss_clamp)))
+                                     {**self._to_pppoe(sess_idx, down, mss_clamp),
+                                      "max_len": ipv6_max_len(mru)}))
             out.append(b.table_entry("ipv6_antispoof", {"sess_idx": sess_idx, "src_prefix": hi}, "permit"))
         return out
 
@@ -232,7 +246,7 @@ class BngTables:
 
     def lns_ipv4(self, local_ip: ipaddress.IPv4Address, peer_ip: ipaddress.IPv4Address,
                  local_tunnel_id: int, local_session_id: int, addr: ipaddress.IPv4Address, sess_idx: int,
-                 tunnel_idx: int, peer_session_id: int, mss_clamp: int) -> list[p4r.TableEntry]:
+                 tunnel_idx: int, peer_session_id: int, mss_clamp: int, mru: int) -> list[p4r.TableEntry]:
         """Upstream fast path with the anti-spoof check (the session's key
         and its address in one lookup), and the /32 down."""
         b = self.b
@@ -241,16 +255,18 @@ class BngTables:
                               {"sess_idx": sess_idx, "mss_clamp": mss_clamp}),
                 b.table_entry("ipv4_session", {"dst_ipv4": int(addr)}, "to_l2tp",
                               {"sess_idx": sess_idx, "tunnel_idx": tunnel_idx,
-                               "peer_session_id": peer_session_id, "mss_clamp": mss_clamp})]
+                               "peer_session_id": peer_session_id, "mss_clamp": mss_clamp,
+                               "max_len": ipv4_max_len(mru)})]
 
     def lns_ipv6(self, prefix: ipaddress.IPv6Network, sess_idx: int, tunnel_idx: int, peer_session_id: int,
-                 mss_clamp: int) -> list[p4r.TableEntry]:
+                 mss_clamp: int, mru: int) -> list[p4r.TableEntry]:
         b = self.b
         out = []
         for hi in prefix64(prefix):
             out.append(b.table_entry("ipv6_session", {"dst_prefix": hi}, "to_l2tp",
                                      {"sess_idx": sess_idx, "tunnel_idx": tunnel_idx,
-                                      "peer_session_id": peer_session_id, "mss_clamp": mss_clamp}))
+                                      "peer_session_id": peer_session_id, "mss_clamp": mss_clamp,
+                                      "max_len": ipv6_max_len(mru)}))
             out.append(b.table_entry("ipv6_antispoof", {"sess_idx": sess_idx, "src_prefix": hi}, "permit"))
         return out
 

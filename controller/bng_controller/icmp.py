@@ -1,5 +1,6 @@
 """IPv4 and ICMP as the BNG itself speaks them: echo replies from its own
-addresses and Time Exceeded for packets the data plane punted with TTL 1.
+addresses, Time Exceeded for packets the data plane punted with TTL 1, and
+Fragmentation Needed for packets larger than their session's MRU.
 
 Built on bytes: the replies are few (punted, policed) but must be exact,
 and scapy does not belong on a controller's packet path.
@@ -11,6 +12,8 @@ import struct
 
 IPPROTO_ICMP = 1
 ICMP_ECHO_REPLY = 0
+ICMP_DEST_UNREACH = 3
+ICMP_FRAG_NEEDED = 4                 # code of ICMP_DEST_UNREACH (RFC 1191)
 ICMP_ECHO_REQUEST = 8
 ICMP_TIME_EXCEEDED = 11
 
@@ -63,13 +66,28 @@ def echo_reply(pkt: bytes, our_addresses: set[IPv4]) -> bytes | None:
 def time_exceeded(pkt: bytes, our_address: IPv4) -> bytes | None:
     """ICMP Time Exceeded (TTL) for a packet, quoting its header and 8
     bytes (RFC 792); None for packets that must not get ICMP errors."""
+    return _error(pkt, our_address, ICMP_TIME_EXCEEDED, 0, b"\0" * 4)
+
+
+def frag_needed(pkt: bytes, our_address: IPv4, mtu: int) -> bytes | None:
+    """ICMP Fragmentation Needed and DF Set with the next-hop MTU (RFC
+    1191 4), so that the sender's path MTU discovery learns the session's
+    MRU; None for packets that must not get ICMP errors."""
+    return _error(pkt, our_address, ICMP_DEST_UNREACH, ICMP_FRAG_NEEDED, struct.pack("!HH", 0, mtu))
+
+
+def _error(pkt: bytes, our_address: IPv4, icmp_type: int, code: int, rest: bytes) -> bytes | None:
+    """An ICMP error about `pkt` from `our_address` to its sender: `rest`
+    is the type's second word, then the header and 8 bytes quoted."""
     src, dst, proto, _, payload = parse_ipv4(pkt)
     if src.is_multicast or src.is_unspecified or dst.is_multicast or src == IPv4("255.255.255.255"):
         return None
     if proto == IPPROTO_ICMP and payload and payload[0] not in (ICMP_ECHO_REQUEST, ICMP_ECHO_REPLY):
         return None                      # never an error about an error (RFC 1122 3.2.2)
+    if struct.unpack_from("!H", pkt, 6)[0] & 0x1FFF:
+        return None                      # only about a first fragment (RFC 1122 3.2.2)
     ihl = (pkt[0] & 0x0F) * 4
     quote = pkt[:ihl + 8]
-    body = bytes([ICMP_TIME_EXCEEDED, 0, 0, 0, 0, 0, 0, 0]) + quote
+    body = bytes([icmp_type, code, 0, 0]) + rest + quote
     icmp = body[:2] + struct.pack("!H", checksum(body)) + body[4:]
     return ipv4_header(our_address, src, IPPROTO_ICMP, len(icmp)) + icmp

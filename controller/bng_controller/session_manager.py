@@ -429,6 +429,16 @@ class SessionManager:
         sub = self.pppoe_sessions.get((line_id, session_id))
         return sub if sub is not None and sub.transport.client_mac == mac else None
 
+    def by_address(self, addr: ipaddress.IPv4Address | ipaddress.IPv6Address) -> Subscriber | None:
+        """The live session a downstream packet to `addr` is for: its IPv4
+        address, or a WAN or delegated prefix holding it."""
+        if isinstance(addr, ipaddress.IPv4Address):
+            sub = self.by_ipv4.get(addr)
+        else:
+            held = self.by_ipv6.overlapping(ipaddress.IPv6Network((addr, 128)))
+            sub = self.by_ipv6.get(held) if held is not None else None
+        return sub if sub is not None and sub.live else None
+
     # ------------------------------------------------------------------
     # the link's output and events
     def _drain(self, sub: Subscriber) -> None:
@@ -724,17 +734,17 @@ class SessionManager:
         return ok
 
     async def _write_ncp(self, sub: Subscriber, protocol: int, held: list[tuple[int, bytes]]) -> bool:
-        t, tables, mss = sub.transport, self.tables, self._mss(sub)
+        t, tables, mss, mru = sub.transport, self.tables, self._mss(sub), sub.link.lcp_neg.peer_mru
         new: dict[str, list] = {}
         if "session" not in sub.installed:
             new["session"] = t.session_entries(tables, sub.sess_idx, mss)
         if protocol == PPP_IPCP and sub.ipv4 is not None and "ipv4" not in sub.installed:
-            new["ipv4"] = t.ipv4_entries(tables, sub.sess_idx, sub.ipv4, mss)
+            new["ipv4"] = t.ipv4_entries(tables, sub.sess_idx, sub.ipv4, mss, mru)
         if protocol == PPP_IPV6CP and "ipv6" not in sub.installed and self._assign_ipv6(sub):
             ents = []
             for p in (sub.ipv6_prefix, sub.delegated_prefix):
                 if p is not None:
-                    ents += t.ipv6_entries(tables, sub.sess_idx, p, mss)
+                    ents += t.ipv6_entries(tables, sub.sess_idx, p, mss, mru)
             new["ipv6"] = ents
         updates = []
         if "session" in new:
@@ -1171,14 +1181,14 @@ class SessionManager:
                 self.by_ipv6[p] = sub
                 if pool is not None:
                     pool.take(p)
-        t, tables, mss = transport, self.tables, self._mss(sub)
+        t, tables, mss, mru = transport, self.tables, self._mss(sub), sub.link.lcp_neg.peer_mru
         inst = set(snap.get("installed", []))
         sub.installed["session"] = t.session_entries(tables, sub.sess_idx, mss)
         if "ipv4" in inst and sub.ipv4 is not None:
-            sub.installed["ipv4"] = t.ipv4_entries(tables, sub.sess_idx, sub.ipv4, mss)
+            sub.installed["ipv4"] = t.ipv4_entries(tables, sub.sess_idx, sub.ipv4, mss, mru)
         if "ipv6" in inst:
             sub.installed["ipv6"] = [e for p in (sub.ipv6_prefix, sub.delegated_prefix) if p is not None
-                                     for e in t.ipv6_entries(tables, sub.sess_idx, p, mss)]
+                                     for e in t.ipv6_entries(tables, sub.sess_idx, p, mss, mru)]
         a = sub.auth
         if a is not None and a.session_timeout:
             sub.session_deadline = sub.up_since + a.session_timeout

@@ -43,10 +43,10 @@ class Transport(Protocol):
     def session_entries(self, tables: BngTables, sess_idx: int, mss: int) -> list[p4r.TableEntry]: ...
 
     def ipv4_entries(self, tables: BngTables, sess_idx: int, addr: ipaddress.IPv4Address,
-                     mss: int) -> list[p4r.TableEntry]: ...
+                     mss: int, mru: int) -> list[p4r.TableEntry]: ...
 
     def ipv6_entries(self, tables: BngTables, sess_idx: int, prefix: ipaddress.IPv6Network,
-                     mss: int) -> list[p4r.TableEntry]: ...
+                     mss: int, mru: int) -> list[p4r.TableEntry]: ...
 
     def lower_down(self, reason: str) -> None: ...
 
@@ -98,13 +98,13 @@ class PppoeTransport:
                                      int.from_bytes(self.client_mac, "big"), sess_idx, mss)]
 
     def ipv4_entries(self, tables: BngTables, sess_idx: int, addr: ipaddress.IPv4Address,
-                     mss: int) -> list[p4r.TableEntry]:
+                     mss: int, mru: int) -> list[p4r.TableEntry]:
         return tables.pppoe_ipv4(self.line, self.session_id, int.from_bytes(self.client_mac, "big"),
-                                 addr, sess_idx, mss, self.target())
+                                 addr, sess_idx, mss, mru, self.target())
 
     def ipv6_entries(self, tables: BngTables, sess_idx: int, prefix: ipaddress.IPv6Network,
-                     mss: int) -> list[p4r.TableEntry]:
-        return tables.pppoe_ipv6(prefix, sess_idx, mss, self.target())
+                     mss: int, mru: int) -> list[p4r.TableEntry]:
+        return tables.pppoe_ipv6(prefix, sess_idx, mss, mru, self.target())
 
     def lower_down(self, reason: str) -> None:
         """PADT, unless the client sent one (then it is gone already)."""

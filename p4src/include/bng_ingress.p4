@@ -51,6 +51,15 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
         meta.punt_reason = reason;
     }
 
+    /* A downstream packet over its session's MRU goes to the controller as
+     * it came in: to_pppoe has already written the subscriber's MACs. */
+    action punt_too_big() {
+        punt_for(PuntReason_t.PACKET_TOO_BIG);
+        meta.job = JOB_NONE;
+        hdr.ethernet.dst_addr = meta.dst_mac;
+        hdr.ethernet.src_addr = meta.src_mac;
+    }
+
     /* The outer IPv4/UDP/L2TP of an L2TP data packet (LAC downstream keeps
      * the PPP protocol behind it). */
     action strip_l2tp() {
@@ -227,7 +236,7 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
 
     action to_pppoe(sess_idx_t sess_idx, port_t port, bit<48> client_mac, bit<48> bng_mac,
                     bit<16> s_tpid, bit<16> s_vid, bit<16> c_vid, bit<16> pppoe_session_id,
-                    bit<16> mss_clamp) {
+                    bit<16> mss_clamp, bit<16> max_len) {
         meta.sess_idx = sess_idx;
         BNG_SET_OUTPUT_PORT(port);
         hdr.ethernet.dst_addr = client_mac;
@@ -237,20 +246,25 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
         meta.c_vid = c_vid;
         meta.pppoe_session_id = pppoe_session_id;
         meta.mss_clamp = mss_clamp;
+        BNG_SET_MAX_LEN(max_len)
         meta.job = JOB_PPPOE_DOWN_V4;
     }
 
     action to_l2tp(sess_idx_t sess_idx, tunnel_idx_t tunnel_idx, bit<16> peer_session_id,
-                   bit<16> mss_clamp) {
+                   bit<16> mss_clamp, bit<16> max_len) {
         meta.sess_idx = sess_idx;
         meta.tunnel_idx = tunnel_idx;
         meta.peer_session_id = peer_session_id;
         meta.mss_clamp = mss_clamp;
+        BNG_SET_MAX_LEN(max_len)
         meta.job = JOB_LNS_DOWN_V4;
     }
 
     /* Subscriber /32 -> session (PPPoE or LNS). Exact, so that it is
-     * updated incrementally; aggregates go in fib_v4. */
+     * updated incrementally; aggregates go in fib_v4. max_len: the largest
+     * IPv4 total length (in ipv6_session: IPv6 payload length) the
+     * subscriber's MRU takes; larger packets are punted (PACKET_TOO_BIG),
+     * not sent for its CPE to drop. */
     table ipv4_session {
         key = { hdr.ipv4.dst_addr : exact @name("dst_ipv4"); }
         actions = { to_pppoe; to_l2tp; @defaultonly NoAction; }
@@ -658,6 +672,8 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
                              * cannot follow a pushed L2TP header. */
                             drop_for(DropReason_t.UNSUPPORTED);
                             meta.job = JOB_NONE;
+                        } else if (BNG_IPV4_OVER_MAX_LEN) {
+                            punt_too_big();
                         } else if (hdr.udp.isValid()) {
                             /* a TCP header parsed inside that L2TP is not the
                              * subscriber's own: clamping it would leave the
@@ -695,7 +711,9 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
                         meta.direction = Direction_t.DOWNSTREAM;
                         meta.sess_bytes = (bit<32>) hdr.ipv6.payload_len;
                         meta.sess_bytes = meta.sess_bytes + 40;
-                        if (meta.job == JOB_PPPOE_DOWN_V4) {
+                        if (BNG_IPV6_OVER_MAX_LEN) {
+                            punt_too_big();
+                        } else if (meta.job == JOB_PPPOE_DOWN_V4) {
                             meta.job = JOB_PPPOE_DOWN_V6;
                         } else {
                             meta.job = JOB_LNS_DOWN_V6;

@@ -97,6 +97,21 @@ const port_t CPU_PORT = 0;
 #define BNG_MSS_ABOVE_CLAMP (hdr.tcp_mss.mss > meta.mss_clamp)
 #endif
 
+/* A downstream session's length limit (to_pppoe, to_l2tp: max_len, the
+ * largest IPv4 total length or IPv6 payload length its MRU takes) and
+ * whether a packet is over it. Tofino's gateways compare a field only with
+ * a constant: the TNA top has the action subtract the packet's
+ * lengths from it and tests the sign. */
+#ifndef BNG_SET_MAX_LEN
+#define BNG_SET_MAX_LEN(len) meta.max_len = (len);
+#endif
+#ifndef BNG_IPV4_OVER_MAX_LEN
+#define BNG_IPV4_OVER_MAX_LEN (hdr.ipv4.total_len > meta.max_len)
+#endif
+#ifndef BNG_IPV6_OVER_MAX_LEN
+#define BNG_IPV6_OVER_MAX_LEN (hdr.ipv6.payload_len > meta.max_len)
+#endif
+
 /* A VLAN tag's id into a lookup key: the TCI without PCP and DEI. */
 #ifndef BNG_PARSER_VID
 #define BNG_PARSER_VID(field, tci) field = (tci) & 0x0fff;
@@ -167,7 +182,11 @@ enum bit<8> PuntReason_t {
     LOCAL_IPV4 = 6,        /* IPv4 to one of the BNG's addresses (ICMP echo, ...) */
     LOCAL_IPV6 = 7,        /* IPv6 to one of the BNG's addresses (ND, ICMPv6 echo) */
     SUBSCRIBER_IPV6_CONTROL = 8, /* link-local IPv6 from a subscriber: RS, DHCPv6, NS */
-    TTL_EXPIRED = 9        /* the controller answers with ICMP time exceeded */
+    TTL_EXPIRED = 9,       /* the controller answers with ICMP time exceeded */
+    PACKET_TOO_BIG = 10    /* downstream IP larger than the session's MRU: the
+                            * controller fragments it (IPv4 without DF) or
+                            * answers with ICMP fragmentation needed / ICMPv6
+                            * packet too big (RFC 1191, RFC 8201) */
 }
 
 /* Index of the `drops` counter: why a packet was not forwarded. */

@@ -253,6 +253,7 @@ struct bng_meta_t {
     bit<32> lookup_ipv4;      /* address looked up in local_ipv4 and fib_v4 */
     bit<64> lookup_v6_hi;     /* /64 looked up in fib_v6 */
     bit<16> mss_clamp;        /* 0: no clamping */
+    bit<16> max_len;          /* downstream: the session's largest IP length field */
     bit<8> is_local;
     bit<8> no_lns;            /* local_ipv4: no LNS session terminates there */
     bit<8> my_station;
@@ -281,6 +282,8 @@ struct bng_meta_t {
     bit<8> inner_ipv4_csum_update;
     bit<8> mss_update;        /* rewrite tcp_mss.mss to mss_clamp, fix TCP checksum */
     bit<16> tcp_csum_residual; /* TNA: the TCP checksum's sum less checksum and MSS */
+    bit<16> v4_len_room;      /* TNA: max_len - IPv4 total length (negative: over) */
+    bit<16> v6_len_room;      /* TNA: max_len - IPv6 payload length */
 }
 
 #endif

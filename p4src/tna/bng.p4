@@ -55,6 +55,18 @@
 /* Gateways compare a field only with a constant: BngIngressTop clamps
  * with saturating arithmetic instead. */
 #define BNG_MSS_ABOVE_CLAMP true
+/* Gateways compare a field only with a constant, and an ALU takes action
+ * data only as its first operand: the downstream session's action keeps
+ * max_len less each IP length (the action serves both versions), and a
+ * packet is over it where that went negative. Without another stage for
+ * a saturating subtraction the chip has no room for, a length field more
+ * than 32767 above max_len wraps to "fits": only a malformed packet has
+ * one (Tofino cannot check IP lengths against the frame either). */
+#define BNG_SET_MAX_LEN(len) \
+    meta.v4_len_room = (len) - hdr.ipv4.total_len; \
+    meta.v6_len_room = (len) - hdr.ipv6.payload_len;
+#define BNG_IPV4_OVER_MAX_LEN (meta.v4_len_room[15:15] == 1)
+#define BNG_IPV6_OVER_MAX_LEN (meta.v6_len_room[15:15] == 1)
 #define BNG_IPV4_LEN_BELOW_HEADER(len) (((len) & 0xfff0) == 0 || ((len) & 0xfffc) == 16)
 
 /* Per pipe. A meter array sits in one MAU stage, and 32k two-rate meters

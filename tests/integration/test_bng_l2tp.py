@@ -88,6 +88,12 @@ def test_subscribers_through_lac_and_lns(lab):
         for s in list(lns.values())[:3]:
             r = lab.core("ping", "-c", "3", "-i", "0.2", "-W", "1", s["ipv4"], check=False)
             assert r.returncode == 0, r.stdout
+        # one byte over the session's MRU with DF: Fragmentation Needed
+        # from the LNS, carrying the MRU the subscriber's LCP gave it
+        s = next(iter(lns.values()))
+        mru = lab.controller.api("session", id=s["id"])["ppp"]["peer_mru"]
+        r = lab.core("ping", "-c", "1", "-W", "1", "-M", "do", "-s", str(mru - 28 + 1), s["ipv4"], check=False)
+        assert f"mtu = {mru}" in r.stdout, r.stdout + r.stderr
         # bngctl on both sides
         out = bngctl(lab.lac, "show", "l2tp", "tunnels")
         assert "100.65.0.2:1701" in out and "established" in out

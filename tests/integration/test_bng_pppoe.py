@@ -91,6 +91,14 @@ def test_sessions_come_up_and_pass_traffic_both_ways(lab, auth, vlans, request):
         for a in addrs[:3]:
             r = lab.core("ping", "-c", "3", "-i", "0.2", "-W", "1", a, check=False)
             assert r.returncode == 0, r.stdout + r.stderr
+        if case == "pap-untagged":
+            # 1500 bytes with DF to a session of MRU 1492: the BNG answers
+            # with Fragmentation Needed carrying the MRU, and the core
+            # host's kernel learns it as that destination's path MTU
+            r = lab.core("ping", "-c", "1", "-W", "1", "-M", "do", "-s", "1472", addrs[0], check=False)
+            assert "mtu = 1492" in r.stdout, r.stdout + r.stderr
+            assert "mtu 1492" in lab.core("ip", "route", "get", addrs[0]).stdout
+            assert lab.controller.api("counters")["packet_too_big"]["ipv4 fragmentation needed sent"] == 1
         if vlans:
             ids = {(s["s_vid"], s["c_vid"]) for s in mine}
             assert all(sv == int(vlans[1]) for sv, _ in ids)

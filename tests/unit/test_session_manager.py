@@ -146,6 +146,9 @@ def test_session_comes_up_and_installs_its_entries(tmp_path, auth):
         assert action == "to_pppoe" and params["s_vid"] == 100 and params["c_vid"] == 200
         assert params["s_tpid"] == 0x88A8 and params["pppoe_session_id"] == cpe.session_id
         assert params["mss_clamp"] == 1452
+        assert params["max_len"] == 1492 == sub.link.lcp_neg.peer_mru     # larger: PACKET_TOO_BIG
+        assert mgr.by_address(ipaddress.IPv4Address(cpe.ip)) is sub
+        assert mgr.by_address(ipaddress.IPv4Address("10.0.0.99")) is None
         meter = sw.meters[(n.meter("session_meter_down").preamble.id, sub.sess_idx)]
         assert meter.config.cir == 8000 * 1000 // 8
         assert [r.status for r in aaa.records] == [AcctStatus.START]

@@ -1,6 +1,7 @@
 """ICMPv6 as the BNG answers it on a subscriber's PPP link: Router
 Advertisements (solicited and not), Neighbor Advertisements for its own
-link-local address, echo replies, and Time Exceeded.
+link-local address, echo replies, Time Exceeded, and Packet Too Big for
+what is larger than a session's MRU.
 
 Pure functions over the codec: each takes the facts of one session
 (`SessionLink`) and a received packet, and returns the packet to send or
@@ -14,7 +15,8 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass
 
-from .codec import (ALL_NODES, ICMPV6_ECHO_REQUEST, ICMPV6_TIME_EXCEEDED, IPPROTO_ICMPV6, ND_HOP_LIMIT,
+from .codec import (ALL_NODES, ICMPV6_ECHO_REQUEST, ICMPV6_PACKET_TOO_BIG, ICMPV6_TIME_EXCEEDED, IPPROTO_ICMPV6,
+                    ND_HOP_LIMIT,
                     Echo, Icmpv6, Ignored, Ipv6Packet, NeighborAdvertisement, NeighborSolicitation, PrefixInfo,
                     Rdnss, RouterAdvertisement, RouterSolicitation, icmpv6_packet, parse_ipv6, solicited_node)
 
@@ -115,10 +117,23 @@ def time_exceeded(packet: bytes, our_address: IPv6Address) -> bytes:
     """ICMPv6 Time Exceeded (hop limit) for a packet the data plane could
     not forward, quoting as much of it as fits the minimum MTU (RFC 4443
     3.3); never for multicast, unspecified sources or ICMPv6 errors (2.4)."""
+    return _error(packet, our_address, ICMPV6_TIME_EXCEEDED, b"\0" * 4)
+
+
+def packet_too_big(packet: bytes, our_address: IPv6Address, mtu: int) -> bytes:
+    """ICMPv6 Packet Too Big with the session's MRU (RFC 4443 3.2), which
+    the sender's path MTU discovery (RFC 8201) needs: a router never
+    fragments IPv6."""
+    return _error(packet, our_address, ICMPV6_PACKET_TOO_BIG, mtu.to_bytes(4, "big"))
+
+
+def _error(packet: bytes, our_address: IPv6Address, icmp_type: int, rest: bytes) -> bytes:
+    """An ICMPv6 error about `packet` to its sender: `rest` is the type's
+    4 bytes, then the quote. Raises Ignored where RFC 4443 2.4 forbids one."""
     pkt = parse_ipv6(packet)
     if pkt.src.is_multicast or pkt.src.is_unspecified or pkt.dst.is_multicast:
         raise Ignored("no icmpv6 error for that address")
     if pkt.next_header == IPPROTO_ICMPV6 and (not pkt.payload or pkt.payload[0] < ICMPV6_ECHO_REQUEST):
         raise Ignored("no icmpv6 error about an error")
     quote = pkt.encode()[:MAX_ERROR_QUOTE]
-    return icmpv6_packet(our_address, pkt.src, Icmpv6(ICMPV6_TIME_EXCEEDED, 0, b"\0" * 4 + quote))
+    return icmpv6_packet(our_address, pkt.src, Icmpv6(icmp_type, 0, rest + quote))

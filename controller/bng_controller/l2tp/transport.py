@@ -48,14 +48,14 @@ class L2tpTransport:
         return [tables.lns_session(self.local_ip, self.peer_ip, t.local_id, self.session.local_id, sess_idx, mss)]
 
     def ipv4_entries(self, tables: BngTables, sess_idx: int, addr: ipaddress.IPv4Address,
-                     mss: int) -> list[p4r.TableEntry]:
+                     mss: int, mru: int) -> list[p4r.TableEntry]:
         t = self.session.tunnel
         return tables.lns_ipv4(self.local_ip, self.peer_ip, t.local_id, self.session.local_id, addr, sess_idx,
-                               self.tunnel_idx, self.session.peer_id, mss)
+                               self.tunnel_idx, self.session.peer_id, mss, mru)
 
     def ipv6_entries(self, tables: BngTables, sess_idx: int, prefix: ipaddress.IPv6Network,
-                     mss: int) -> list[p4r.TableEntry]:
-        return tables.lns_ipv6(prefix, sess_idx, self.tunnel_idx, self.session.peer_id, mss)
+                     mss: int, mru: int) -> list[p4r.TableEntry]:
+        return tables.lns_ipv6(prefix, sess_idx, self.tunnel_idx, self.session.peer_id, mss, mru)
 
     def lower_down(self, reason: str) -> None:
         """CDN to the LAC, unless the session is already gone."""
