@@ -38,6 +38,7 @@ from .ip_pool import PoolSet
 from .lines import IndexAllocator
 from .p4info_names import P4InfoNames
 from .p4runtime_async import AsyncP4RuntimeClient, PacketIn, deletes, inserts, modifies
+from .p4runtime_entries import entry_key
 from .path_mtu import PacketTooBig
 from .ppp.codec import PPP_IPV4
 from .pppoe import codec as pppoe
@@ -52,13 +53,6 @@ DYNAMIC_NEIGHBOR_TTL = 300.0
 # Packet-ins kept while the switch is being set up (a few seconds of
 # keepalives and discovery from tens of thousands of subscribers).
 EARLY_PACKET_INS_MAX = 50_000
-
-
-
-def entry_key(e: p4r.TableEntry) -> bytes:
-    """Identity of a table entry: table, match (by field id) and priority."""
-    m = sorted((fm.field_id, fm.SerializeToString(deterministic=True)) for fm in e.match)
-    return repr((e.table_id, m, e.priority)).encode()
 
 
 def action_key(e: p4r.TableEntry) -> bytes:

@@ -30,6 +30,12 @@ _PARAM_ID = tag(p4r.Action.Param, "param_id", VARINT)
 _PARAM_VALUE = tag(p4r.Action.Param, "value", LEN)
 
 
+def entry_key(e: p4r.TableEntry) -> bytes:
+    """Identity of a table entry: table, match (by field id) and priority."""
+    m = sorted((fm.field_id, fm.SerializeToString(deterministic=True)) for fm in e.match)
+    return repr((e.table_id, m, e.priority)).encode()
+
+
 def encode(value: Value, bitwidth: int) -> bytes:
     """Canonical P4Runtime bytestring for an int (or bytes, passed through)."""
     if isinstance(value, bytes):

@@ -34,6 +34,7 @@ from .ip_pool import Ipv6PrefixPool, PoolExhausted, PoolSet
 from .ipv6.prefix_index import PrefixIndex
 from .lines import Exhausted, IndexAllocator, Line, LineTable
 from .p4runtime_async import AsyncP4RuntimeClient, deletes, inserts, modifies
+from .p4runtime_entries import entry_key
 from .p4runtime_client import UpdateError
 from .ppp.auth import Credentials, Verdict
 from .ppp.codec import CONF_ACK, PPP_IPCP, PPP_IPV6CP
@@ -733,26 +734,52 @@ class SessionManager:
             fut.set_result(ok)
         return ok
 
-    async def _write_ncp(self, sub: Subscriber, protocol: int, held: list[tuple[int, bytes]]) -> bool:
+    def _session_group_entries(self, sub: Subscriber, group: str) -> list:
+        """The entries of one of a session's groups ("session", "ipv4",
+        "ipv6") as its state asks for them now: mss_clamp and max_len
+        follow the MRU its LCP negotiated."""
         t, tables, mss, mru = sub.transport, self.tables, self._mss(sub), sub.link.lcp_neg.peer_mru
+        if group == "session":
+            return t.session_entries(tables, sub.sess_idx, mss)
+        if group == "ipv4":
+            return t.ipv4_entries(tables, sub.sess_idx, sub.ipv4, mss, mru) if sub.ipv4 is not None else []
+        return [e for p in (sub.ipv6_prefix, sub.delegated_prefix) if p is not None
+                for e in t.ipv6_entries(tables, sub.sess_idx, p, mss, mru)]
+
+    def _renegotiated_entries(self, sub: Subscriber) -> dict[str, list]:
+        """The installed groups whose entries an LCP renegotiation changed
+        (another MRU: mss_clamp, max_len), as they should be now. A group
+        that lost an entry to a failed insert is left as it is."""
+        out = {}
+        for group, have in sub.installed.items():
+            want = self._session_group_entries(sub, group)
+            if len(want) == len(have) and want != have and \
+                    all(entry_key(w) == entry_key(h) for w, h in zip(want, have)):
+                out[group] = want
+        return out
+
+    async def _write_ncp(self, sub: Subscriber, protocol: int, held: list[tuple[int, bytes]]) -> bool:
+        tables = self.tables
         new: dict[str, list] = {}
         if "session" not in sub.installed:
-            new["session"] = t.session_entries(tables, sub.sess_idx, mss)
+            new["session"] = self._session_group_entries(sub, "session")
         if protocol == PPP_IPCP and sub.ipv4 is not None and "ipv4" not in sub.installed:
-            new["ipv4"] = t.ipv4_entries(tables, sub.sess_idx, sub.ipv4, mss, mru)
+            new["ipv4"] = self._session_group_entries(sub, "ipv4")
         if protocol == PPP_IPV6CP and "ipv6" not in sub.installed and self._assign_ipv6(sub):
-            ents = []
-            for p in (sub.ipv6_prefix, sub.delegated_prefix):
-                if p is not None:
-                    ents += t.ipv6_entries(tables, sub.sess_idx, p, mss, mru)
-            new["ipv6"] = ents
+            new["ipv6"] = self._session_group_entries(sub, "ipv6")
+        changed = self._renegotiated_entries(sub)
         updates = []
         if "session" in new:
             updates += modifies(tables.session_counters_zero(sub.sess_idx)
                                 + tables.session_meters(sub.sess_idx, sub.rate_up_kbps, sub.rate_down_kbps))
         first_insert = len(updates)
         updates += inserts([e for ents in new.values() for e in ents])
+        first_modify = len(updates)
+        updates += modifies([e for ents in changed.values() for e in ents])
+        if changed:
+            self._count("entries rewritten for a new mru")
         sub.installed.update(new)                    # before the await: see module docstring
+        sub.installed.update(changed)
         try:
             errors = await self.switch.write(updates)
         except Exception as e:
@@ -765,7 +792,8 @@ class SessionManager:
             # ALREADY_EXISTS the entry is another session's (a prefix both
             # were given), which the teardown must not delete.
             self._unlist_failed(sub, new, {e.index - first_insert for e in errors
-                                           if isinstance(e, UpdateError) and e.index >= first_insert})
+                                           if isinstance(e, UpdateError)
+                                           and first_insert <= e.index < first_modify})
             for proto, info in held:
                 sub.transport.send_ppp(proto, info)
             self.close(sub, "data plane error", TerminateCause.NAS_ERROR)
@@ -1181,14 +1209,12 @@ class SessionManager:
                 self.by_ipv6[p] = sub
                 if pool is not None:
                     pool.take(p)
-        t, tables, mss, mru = transport, self.tables, self._mss(sub), sub.link.lcp_neg.peer_mru
         inst = set(snap.get("installed", []))
-        sub.installed["session"] = t.session_entries(tables, sub.sess_idx, mss)
+        sub.installed["session"] = self._session_group_entries(sub, "session")
         if "ipv4" in inst and sub.ipv4 is not None:
-            sub.installed["ipv4"] = t.ipv4_entries(tables, sub.sess_idx, sub.ipv4, mss, mru)
+            sub.installed["ipv4"] = self._session_group_entries(sub, "ipv4")
         if "ipv6" in inst:
-            sub.installed["ipv6"] = [e for p in (sub.ipv6_prefix, sub.delegated_prefix) if p is not None
-                                     for e in t.ipv6_entries(tables, sub.sess_idx, p, mss, mru)]
+            sub.installed["ipv6"] = self._session_group_entries(sub, "ipv6")
         a = sub.auth
         if a is not None and a.session_timeout:
             sub.session_deadline = sub.up_since + a.session_timeout

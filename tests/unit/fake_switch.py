@@ -9,7 +9,7 @@ import asyncio
 import grpc
 from p4.v1 import p4runtime_pb2 as p4r
 
-from bng_controller.controller import entry_key
+from bng_controller.p4runtime_entries import entry_key
 from bng_controller.p4runtime_client import UpdateError
 
 

@@ -56,6 +56,7 @@ class ScriptedCpe:
         self.user, self.password = user, password
         self.s_vid, self.c_vid = s_vid, c_vid
         self.magic = magic
+        self.mru = 1492
         self.host_uniq = host_uniq
         self.session_id = 0
         self.cookie = b""
@@ -98,7 +99,7 @@ class ScriptedCpe:
         return self.ident
 
     def lcp_request(self) -> bytes:
-        return self.ppp(LCP, ctl(1, self.next_id(), opts((1, struct.pack("!H", 1492)),
+        return self.ppp(LCP, ctl(1, self.next_id(), opts((1, struct.pack("!H", self.mru)),
                                                          (5, struct.pack("!I", self.magic)))))
 
     def ipcp_request(self) -> bytes:

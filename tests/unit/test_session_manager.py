@@ -389,6 +389,34 @@ def test_lcp_renegotiation_reauthenticates_and_keeps_address_and_accounting(tmp_
     asyncio.run(run())
 
 
+def test_an_lcp_renegotiation_to_another_mru_rewrites_mss_clamp_and_max_len(tmp_path):
+    """The CPE restarts LCP asking for a smaller MRU: the session's entries
+    are modified in place (same keys, new mss_clamp and max_len), so that
+    downstream packets between the two sizes are not sent for it to drop."""
+    async def run():
+        mgr, sw, aaa, clock, n = make(tmp_path)
+        cpe = ScriptedCpe(b"\x02\xcc\0\0\0\x0d", BNG_MAC)
+        await pump(mgr, sw, cpe, [cpe.padi()])
+        [sub] = mgr.subs.values()
+        entries = len(sw.entries)
+        cpe.mru = 1400
+        cpe.ipcp_acked_by_peer = cpe.ipcp_acked_peer = False
+        await pump(mgr, sw, cpe, [cpe.lcp_request()])
+        assert sub.state == State.UP and cpe.ipcp_up and sub.link.lcp_neg.peer_mru == 1400
+        assert len(sw.entries) == entries
+        [down] = table(sw, n, "ipv4_session")
+        assert mgr.tables.b.action_params(down)[1]["max_len"] == 1400
+        assert mgr.tables.b.action_params(down)[1]["mss_clamp"] == 1360
+        [up] = table(sw, n, "pppoe_session")
+        assert mgr.tables.b.action_params(up)[1]["mss_clamp"] == 1360
+        assert mgr.counters["entries rewritten for a new mru"] == 1
+        # the same MRU again rewrites nothing
+        cpe.ipcp_acked_by_peer = cpe.ipcp_acked_peer = False
+        await pump(mgr, sw, cpe, [cpe.lcp_request()])
+        assert mgr.counters["entries rewritten for a new mru"] == 1
+    asyncio.run(run())
+
+
 def test_verdict_on_credentials_from_before_an_lcp_renegotiation_answers_nothing(tmp_path):
     """The CPE restarts LCP while AAA decides on its first CHAP Response:
     authentication starts over (new Challenge), and the late verdict on the
