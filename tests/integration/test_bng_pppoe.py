@@ -99,6 +99,14 @@ def test_sessions_come_up_and_pass_traffic_both_ways(lab, auth, vlans, request):
             assert "mtu = 1492" in r.stdout, r.stdout + r.stderr
             assert "mtu 1492" in lab.core("ip", "route", "get", addrs[0]).stdout
             assert lab.controller.api("counters")["packet_too_big"]["ipv4 fragmentation needed sent"] == 1
+            # without DF: the BNG fragments it into the session, the
+            # subscriber reassembles it and answers in fragments of its own
+            r = lab.core("ping", "-c", "1", "-W", "2", "-M", "dont", "-s", "1600", addrs[0], check=False)
+            assert r.returncode == 0, r.stdout + r.stderr
+            assert lab.controller.api("counters")["packet_too_big"]["ipv4 fragmented"] == 1
+            st = e.wait_status(lambda s: s["events"]["ipv4_fragments_sent"] >= 2, 10, "reply fragments counted")
+            assert st["events"]["ipv4_reassembled"] == 1 and st["events"]["ipv4_fragments_sent"] == 2, st["events"]
+            assert st["protocol_errors"] == {}, st["protocol_errors"]
         if vlans:
             ids = {(s["s_vid"], s["c_vid"]) for s in mine}
             assert all(sv == int(vlans[1]) for sv, _ in ids)

@@ -1,6 +1,7 @@
 package emulator
 
 import (
+	"bytes"
 	"fmt"
 	"net/netip"
 	"strings"
@@ -515,6 +516,45 @@ func TestFrameOverMRU(t *testing.T) {
 	if r.ProtocolErrors["frame_over_mru"] != 1 {
 		t.Fatalf("errors %v", r.ProtocolErrors)
 	}
+}
+
+// IPv4 the BNG fragmented (larger than our MRU, DF clear) is put back
+// together, and the echo reply, larger than the BNG's MRU too, goes back in
+// fragments; a datagram the BNG fragmented though it fitted our MRU is the
+// BNG's protocol error.
+func TestFragmentsBothWays(t *testing.T) {
+	cfg := baseConfig(1)
+	cfg.Duration = 2 * time.Second
+	b := newBench(t, cfg, acConfig()).start()
+	b.run(30*time.Second, func() bool { return b.e.Phase() == PhaseRunning })
+	acs := b.ac.Sessions[0]
+	core := netip.MustParseAddr("198.51.100.9")
+	data := make([]byte, 1972) // a 2000-byte echo request
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	ping := ipv4.AppendICMPEcho(nil, core, acs.Address(), 77, ipv4.ICMPEchoRequest, 0x1234, 1, data)
+	frags := ipv4.Fragment(ping, 1492)
+	for i := len(frags) - 1; i >= 0; i-- { // out of order
+		acs.SendIPv4(frags[i])
+	}
+	small := ipv4.AppendUDP(nil, core, acs.Address(), 78, 9000, 5000, make([]byte, 900))
+	for _, f := range ipv4.Fragment(small, 600) {
+		acs.SendIPv4(f)
+	}
+	b.finish(60 * time.Second)
+	r := b.e.Report(false)
+	if r.Events["ipv4_reassembled"] != 2 || r.Events["ipv4_fragments_sent"] != 2 || r.Ping.Answered != 1 {
+		t.Fatalf("events %v, ping %+v", r.Events, r.Ping)
+	}
+	if len(acs.EchoRepliesFromClient) != 1 || !bytes.Equal(acs.EchoRepliesFromClient[0], data) ||
+		acs.FragmentsFromClient != 2 {
+		t.Fatalf("AC saw %d replies from %d fragments", len(acs.EchoRepliesFromClient), acs.FragmentsFromClient)
+	}
+	if r.ProtocolErrors["ipv4_needless_fragmentation"] != 1 || len(r.ProtocolErrors) != 1 {
+		t.Fatalf("errors %v", r.ProtocolErrors)
+	}
+	b.checkACErrors()
 }
 
 func TestCHAPRechallengeWhileUp(t *testing.T) {

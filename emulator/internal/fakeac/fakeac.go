@@ -75,6 +75,11 @@ type Session struct {
 	EchoRequests  int
 	UDPFromClient int
 	StreamSeqs    []uint64
+	// Echo replies from the client (their data), reassembled where the
+	// client fragmented them, and how many fragments it sent.
+	EchoRepliesFromClient [][]byte
+	FragmentsFromClient   int
+	reasm                 ipv4.Reassembler
 }
 
 // AC is the fake access concentrator.
@@ -466,6 +471,17 @@ func (s *Session) lcpUp() {
 // ---- data plane ----
 
 func (s *Session) ipv4(b []byte) {
+	if ipv4.IsFragment(b) {
+		s.FragmentsFromClient++
+		whole, err := s.reasm.Add(b, s.ac.sched.Now())
+		if err != nil {
+			s.ac.errorf("bad IPv4 fragment from client: " + err.Error())
+		}
+		if whole == nil {
+			return
+		}
+		b = whole
+	}
 	p, err := ipv4.Parse(b)
 	if err != nil {
 		s.ac.errorf("bad IPv4 from client: " + err.Error())
@@ -480,6 +496,9 @@ func (s *Session) ipv4(b []byte) {
 		if err != nil {
 			s.ac.errorf("bad ICMP: " + err.Error())
 			return
+		}
+		if e.Type == ipv4.ICMPEchoReply {
+			s.EchoRepliesFromClient = append(s.EchoRepliesFromClient, append([]byte(nil), e.Data...))
 		}
 		if e.Type == ipv4.ICMPEchoRequest && p.Dst == s.ac.cfg.PingTarget {
 			s.SendIPv4(ipv4.AppendICMPEcho(nil, p.Dst, p.Src, 1, ipv4.ICMPEchoReply, e.ID, e.Seq, e.Data))

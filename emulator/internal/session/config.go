@@ -85,6 +85,9 @@ type Stats struct {
 	UDPReceived               uint64
 	StreamDownWrongSession    uint64 // a stream payload for another subscriber arrived on this one
 	OversizeSkipped           uint64 // data packets not sent because they exceed the peer's MRU
+	IPv4Reassembled           uint64 // datagrams put together from the BNG's fragments
+	IPv4ReassemblyExpired     uint64 // incomplete datagrams dropped after ipv4.ReassemblyTimeout
+	IPv4FragmentsSent         uint64 // fragments of our echo replies larger than the peer's MRU
 	ImplicitAuthSuccess       uint64
 	NCPRenegotiations         uint64 // IPCP/IPv6CP renegotiated while established
 	DiscoveryRetransmissions  uint64

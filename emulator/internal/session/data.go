@@ -52,7 +52,53 @@ func (s *Session) fits(n int) bool {
 	return true
 }
 
+// reassemble takes a fragment the BNG sent and returns the whole datagram
+// once it is complete. A BNG fragments only what is larger than our MRU:
+// a datagram that would have fitted is its error.
+func (s *Session) reassemble(b []byte) ([]byte, bool) {
+	whole, err := s.reasm.Add(b, s.now())
+	s.env.Stats().IPv4ReassemblyExpired += s.reasm.Expired
+	s.reasm.Expired = 0
+	switch {
+	case err == ipv4.ErrTooMany:
+		s.env.ProtocolError("ipv4_reassembly_overflow")
+	case err != nil:
+		s.env.ProtocolError("ipv4_bad_fragment")
+	case whole != nil && len(whole) <= int(s.lcpPol.MRU()):
+		s.env.ProtocolError("ipv4_needless_fragmentation")
+	}
+	if whole == nil {
+		return nil, false
+	}
+	s.env.Stats().IPv4Reassembled++
+	return whole, true
+}
+
+// sendFragmented sends an IPv4 packet of ours, in fragments where it is
+// larger than the BNG's MRU (a host fragments what it originates, RFC 791).
+func (s *Session) sendFragmented(pkt []byte) bool {
+	frags := ipv4.Fragment(pkt, int(s.lcpPol.PeerMRU))
+	if frags == nil {
+		s.env.Stats().OversizeSkipped++
+		return false
+	}
+	for _, f := range frags {
+		s.sendData(ppp.ProtoIPv4, f)
+	}
+	if len(frags) > 1 {
+		s.env.Stats().IPv4FragmentsSent += uint64(len(frags))
+	}
+	return true
+}
+
 func (s *Session) ipv4Input(b []byte) {
+	if ipv4.IsFragment(b) {
+		whole, ok := s.reassemble(b)
+		if !ok {
+			return
+		}
+		b = whole
+	}
 	p, err := ipv4.Parse(b)
 	if err != nil {
 		s.env.ProtocolError(ipv4ErrorName(err))
@@ -75,8 +121,7 @@ func (s *Session) ipv4Input(b []byte) {
 		case e.Type == ipv4.ICMPEchoRequest:
 			s.ipID++
 			reply := ipv4.AppendICMPEcho(s.env.Scratch().Aux(), s.Address(), p.Src, s.ipID, ipv4.ICMPEchoReply, e.ID, e.Seq, e.Data)
-			if s.fits(len(reply)) {
-				s.sendData(ppp.ProtoIPv4, reply)
+			if s.sendFragmented(reply) {
 				s.env.Stats().ICMPEchoAnswered++
 			}
 		case e.Type == ipv4.ICMPEchoReply && e.ID == s.pingID() && p.Src == s.cfg.PingTarget:

@@ -9,6 +9,7 @@ import (
 	"p4bng/emulator/internal/dhcpv6"
 	"p4bng/emulator/internal/ethernet"
 	"p4bng/emulator/internal/ipcp"
+	"p4bng/emulator/internal/ipv4"
 	"p4bng/emulator/internal/ipv6cp"
 	"p4bng/emulator/internal/lcp"
 	"p4bng/emulator/internal/ppp"
@@ -108,6 +109,7 @@ type Session struct {
 	pingSeq         uint16
 	streamSeq       uint64
 	ipID            uint16
+	reasm           ipv4.Reassembler // fragments the BNG sent (IPv4 without DF over our MRU)
 	StreamDown      traffic.SeqTracker
 	UDPReceived     uint64
 
