@@ -686,6 +686,15 @@ def test_meter_configs_dpdk_would_refuse_are_refused_up_front(cir, cburst, pir, 
         assert e.value.code == grpc.StatusCode.INVALID_ARGUMENT
 
 
+def test_an_excess_burst_is_refused_for_two_rate_meters():
+    """eburst (P4Runtime 1.4) is a single-rate meter's: silently ignoring it
+    would leave the client believing it set a third bucket."""
+    from bng_switch.table_store import check_meter_config
+    with pytest.raises(P4RuntimeError) as e:
+        check_meter_config(p4r.MeterConfig(cir=1000, cburst=3000, pir=1000, pburst=3000, eburst=500), "m")
+    assert e.value.code == grpc.StatusCode.INVALID_ARGUMENT and "eburst" in e.value.message
+
+
 @pytest.mark.parametrize("field", ["idle_timeout_ns", "time_since_last_hit"])
 def test_idle_timeout_is_refused_not_silently_kept(env, field):
     """P4Runtime 9.1.8: no table here supports idle timeout, so a TTL or a

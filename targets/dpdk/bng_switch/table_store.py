@@ -75,6 +75,11 @@ def check_meter_config(cfg: p4r.MeterConfig, what: str) -> None:
     if cfg.cir <= 0 or cfg.pir <= 0 or cfg.cir > cfg.pir or cfg.cburst <= 0 or cfg.pburst <= 0:
         raise _invalid(f"{what}: need 0 < cir <= pir and bursts above 0 "
                        "(no meter config at all for no limit)")
+    if cfg.eburst:
+        # P4Runtime 1.4's excess burst belongs to a single-rate meter
+        # (RFC 2697); SWX meters are two-rate, which have none to set.
+        raise _invalid(f"{what}: eburst {cfg.eburst} is for single-rate meters; "
+                       "these are two-rate (RFC 2698): leave it 0")
 
 
 def check_counter_data(data: p4r.CounterData, what: str) -> None:
