@@ -620,3 +620,40 @@ def test_commit_and_cookie_codes_follow_the_spec(client):
     set_raw(A.RECONCILE_AND_COMMIT, True, cookie=7)
     get = client.stub.GetForwardingPipelineConfig(p4r.GetForwardingPipelineConfigRequest(device_id=1))
     assert get.config.cookie.cookie == 7
+
+
+def test_verify_has_dpdk_check_the_spec_and_changes_nothing(client):
+    """VERIFY and VERIFY_AND_SAVE check the config as DPDK would build it:
+    a spec whose action writes a field the program does not have passes
+    the switch's own reading but not DPDK's, so VERIFY says
+    INVALID_ARGUMENT with DPDK's reason instead of COMMIT failing later;
+    the running program is untouched either way."""
+    p4info_path, device_config = program_files("switch_test")
+    p4info = P4RuntimeClient.load_p4info(str(p4info_path))
+    bundle = json.loads(device_config.read_bytes())
+    good = "mov m.local_metadata_forwarded 0x1"
+    assert good in bundle["spec"]
+    bad = dict(bundle, spec=bundle["spec"].replace(good, "mov m.local_metadata_no_such_field 0x1", 1))
+    A = p4r.SetForwardingPipelineConfigRequest
+    before = client.stub.GetForwardingPipelineConfig(p4r.GetForwardingPipelineConfigRequest(device_id=1))
+
+    def set_raw(action, config: bytes) -> None:
+        req = A(device_id=1, action=action)
+        req.election_id.high, req.election_id.low = client.election_id
+        req.config.p4info.CopyFrom(p4info)
+        req.config.p4_device_config = config
+        client.stub.SetForwardingPipelineConfig(req)
+
+    set_raw(A.VERIFY, device_config.read_bytes())
+    for action in (A.VERIFY, A.VERIFY_AND_SAVE):
+        with pytest.raises(grpc.RpcError) as e:
+            set_raw(action, json.dumps(bad).encode())
+        assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert "DPDK refuses the spec" in e.value.details(), e.value.details()
+    commit = A(device_id=1, action=A.COMMIT)
+    commit.election_id.high, commit.election_id.low = client.election_id
+    with pytest.raises(grpc.RpcError) as e:          # nothing was saved
+        client.stub.SetForwardingPipelineConfig(commit)
+    assert e.value.code() == grpc.StatusCode.NOT_FOUND
+    after = client.stub.GetForwardingPipelineConfig(p4r.GetForwardingPipelineConfigRequest(device_id=1))
+    assert after == before

@@ -1,8 +1,10 @@
-"""Two libbsw helpers that need no EAL: how it reads features off a spec
-(bsw_spec_has_line) and how it names DPDK meter profiles."""
+"""libbsw helpers that need no EAL: how it reads features off a spec
+(bsw_spec_has_line), how it names DPDK meter profiles, and DPDK's own
+check of a spec (bsw_spec_check, P4Runtime's VERIFY)."""
 from __future__ import annotations
 
 import ctypes
+from pathlib import Path
 
 import pytest
 
@@ -66,3 +68,19 @@ def test_meter_profile_names_fit_dpdk_and_keep_every_bit():
         v[bit // 64] ^= 1 << (bit % 64)
         names.add(profile_name(*v))
     assert len(names) == 257
+
+
+def test_dpdk_checks_a_spec_without_building_it(tmp_path):
+    """The BNG's spec passes; one whose action writes a field the metadata
+    does not have (which the switch's own spec reader does not look into)
+    is refused with DPDK's reason."""
+    lib = libbsw.Library()
+    spec = Path(__file__).resolve().parents[2] / "p4src" / "build" / "bng" / "bng.spec"
+    lib.spec_check(str(spec))
+    text = spec.read_text()
+    assert "mov m.local_metadata_max_len t.max_len" in text
+    bad = tmp_path / "bad.spec"
+    bad.write_text(text.replace("mov m.local_metadata_max_len t.max_len",
+                                "mov m.local_metadata_no_such_field t.max_len", 1))
+    with pytest.raises(libbsw.BswError, match="Action configuration error"):
+        lib.spec_check(str(bad))

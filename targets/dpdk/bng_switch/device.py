@@ -20,6 +20,7 @@ from pathlib import Path
 from p4.config.v1 import p4info_pb2
 
 from . import libbsw, swx_spec
+from .swx_spec import SpecError
 from .pipeline_map import MappingError, PipelineMap
 from .switch_config import MEMPOOL, SwitchConfig, cpu_ring, cpu_ring_prefix, dist_ring, dist_ring_prefix, null_ring
 from .table_store import TableStore
@@ -181,6 +182,20 @@ class Device:
                 self._reconfigure_meters(old_meters)
             if old_entries:
                 self._reinstall(old_entries)
+
+    def verify(self, pc: PipelineConfig) -> None:
+        """VERIFY's last step: DPDK itself checks the spec (prepare() checked
+        what Python can: its shape, the limits, the mapping to the P4Info),
+        so that a config VERIFY accepts does not fail to build at COMMIT."""
+        fd, spec_path = tempfile.mkstemp(suffix=".spec", dir=self.config.work_dir)
+        with os.fdopen(fd, "w") as f:
+            f.write(pc.spec_text)
+        try:
+            self.lib.spec_check(spec_path)
+        except libbsw.BswError as e:
+            raise SpecError(f"DPDK refuses the spec: {e}") from e
+        finally:
+            os.unlink(spec_path)
 
     def _build(self, pc: PipelineConfig) -> libbsw.Pipeline:
         cfg = self.config

@@ -224,6 +224,10 @@ class Library:
         return self.lib.bsw_flow_hash(frame, len(frame))
 
     # ---- pipeline ----
+    def spec_check(self, spec_path: str) -> None:
+        """Raises BswError where DPDK would not build the spec."""
+        self._call("bsw_spec_check", spec_path.encode())
+
     def pipeline_build(self, spec_path: str, work_dir: str, include_dir: str, iospecs: list[str],
                        mode: str = "compiled") -> "Pipeline":
         """Build one pipeline instance per I/O spec; mode: compiled (falls

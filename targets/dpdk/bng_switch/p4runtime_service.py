@@ -196,6 +196,8 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                 context.abort(grpc.StatusCode.INVALID_ARGUMENT, "config missing")
             pc = prepare(request.config.p4info, request.config.p4_device_config,
                          request.config.cookie.cookie if request.config.HasField("cookie") else None)
+            if request.action in (A.VERIFY, A.VERIFY_AND_SAVE):
+                dev.verify(pc)          # the COMMIT actions find out by building it
             if request.action == A.VERIFY:
                 return p4r.SetForwardingPipelineConfigResponse()
             if request.action == A.VERIFY_AND_SAVE:

@@ -73,6 +73,10 @@ int bsw_pipeline_build(const char *spec_path, const char *work_dir,
 		       const char **iospec_texts, struct bsw_pipeline **out,
 		       uint32_t *used_mode);
 void bsw_pipeline_free(struct bsw_pipeline *bp);
+/* Whether DPDK takes the spec, checked the way its codegen builds a
+ * pipeline from it (every declaration and instruction), without table
+ * memory, ports or a compiler: P4Runtime's VERIFY. */
+int bsw_spec_check(const char *spec_path);
 
 /* Workers: instance i runs on the i-th worker lcore. idle_us is the longest
  * sleep of the idle back-off (0: pure polling); nice is the workers' own

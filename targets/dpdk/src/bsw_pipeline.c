@@ -539,6 +539,33 @@ out:
 }
 
 int
+bsw_spec_check(const char *spec_path)
+{
+	const char *err_msg = NULL;
+	uint32_t err_line = 0;
+	FILE *spec, *sink;
+	int status;
+
+	spec = fopen(spec_path, "r");
+	if (!spec) {
+		bsw_set_error("cannot open spec %s: %s", spec_path, strerror(errno));
+		return -errno;
+	}
+	sink = fopen("/dev/null", "w");
+	if (!sink) {
+		fclose(spec);
+		bsw_set_error("cannot open /dev/null: %s", strerror(errno));
+		return -errno;
+	}
+	status = rte_swx_pipeline_codegen(spec, sink, &err_line, &err_msg);
+	fclose(spec);
+	fclose(sink);
+	if (status)
+		bsw_set_error("spec line %u: %s", err_line, err_msg ? err_msg : "not a valid SWX pipeline");
+	return status;
+}
+
+int
 bsw_pipeline_build(const char *spec_path, const char *work_dir, const char *include_dir,
 		   uint32_t mode, uint32_t n_instances, const char **iospec_texts,
 		   struct bsw_pipeline **out, uint32_t *used_mode)
