@@ -20,6 +20,13 @@
  * whole fields. Checksums are the tops' job (meta.*_csum_* flags): PNA has
  * an extern for them in the control, Tofino only in the parser and
  * deparser. */
+/* meta.ipv4_csum_update / inner_ipv4_csum_update: what became of the
+ * header since its checksum was right. A top may recompute in both cases;
+ * the PNA top updates a decremented TTL's checksum incrementally (RFC 1624),
+ * which reads only the checksum field. */
+const bit<8> CSUM_RECOMPUTE = 1;       /* a header written afresh (L2TP encap) */
+const bit<8> CSUM_TTL_DECREMENTED = 2; /* only the TTL changed, one lower */
+
 const bit<8> JOB_NONE = 0;
 const bit<8> JOB_ROUTE_UP_V4 = 1;    /* subscriber IPv4 (inner_ipv4) to the FIB */
 const bit<8> JOB_ROUTE_UP_V6 = 2;
@@ -767,11 +774,11 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
                 } else {
                     strip_to_inner_ip();
                     hdr.inner_ipv4.ttl = hdr.inner_ipv4.ttl - 1;
-                    meta.inner_ipv4_csum_update = 1;
+                    meta.inner_ipv4_csum_update = CSUM_TTL_DECREMENTED;
                 }
             } else {
                 hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
-                meta.ipv4_csum_update = 1;
+                meta.ipv4_csum_update = CSUM_TTL_DECREMENTED;
             }
             meta.l3_type = ETHERTYPE_IPV4;
         } else if (meta.job == JOB_ROUTE_UP_V6 || meta.job == JOB_ROUTE_V6) {
@@ -799,7 +806,7 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
             } else if (meta.job == JOB_LNS_DOWN_V4) {
                 hdr.inner_ipv4 = hdr.ipv4;
                 hdr.inner_ipv4.ttl = hdr.inner_ipv4.ttl - 1;
-                meta.inner_ipv4_csum_update = 1;
+                meta.inner_ipv4_csum_update = CSUM_TTL_DECREMENTED;
                 hdr.ppp.setValid();
                 hdr.ppp.protocol = PPP_IPV4;
                 hdr.udp.length = hdr.ipv4.total_len + 18;
@@ -828,7 +835,7 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
                 hdr.ipv4.flags_frag = 0;
                 hdr.ipv4.ttl = 64;
                 hdr.ipv4.protocol = IP_PROTO_UDP;
-                meta.ipv4_csum_update = 1;
+                meta.ipv4_csum_update = CSUM_RECOMPUTE;
                 meta.l3_type = ETHERTYPE_IPV4;
             } else {
                 drop_for(DropReason_t.NO_SESSION);       /* session without its tunnel */
@@ -850,7 +857,7 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
                 hdr.encap_ppp.setValid();
                 hdr.encap_ppp.protocol = PPP_IPV4;
                 hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
-                meta.ipv4_csum_update = 1;
+                meta.ipv4_csum_update = CSUM_TTL_DECREMENTED;
             } else {
                 hdr.pppoe.length = hdr.ipv6.payload_len + 42;
                 hdr.encap_ppp.setValid();

@@ -22,6 +22,21 @@
  * passes 1, i.e. YELLOW. So this program spells DPDK's values: it passes
  * "RED" (0) as the input colour, which is DPDK's GREEN (colour-blind), and
  * tests the result against "YELLOW" (2), which is DPDK's RED. */
+/* RFC 1624 eqn. 3 for a TTL one lower: HC' = ~(~HC + ~m + m'), where the
+ * word (TTL, protocol) m became m - 0x0100, so ~m + m' is 0xfeff in ones'
+ * complement; worked out, HC' = HC + 0x0100 below 0xfeff and HC - 0xfeff
+ * from there (equal for all 65536 values; 0xfeff gives 0, never 0xffff).
+ * In place, on the checksum field alone: summing the whole header after
+ * the TTL's one-byte store waited for that store to reach the cache (a
+ * CPU forwards a store to a load only if the one store holds all the
+ * loaded bytes). */
+#define BNG_CSUM_TTL_DECREMENTED(field) \
+    if ((field) < 0xfeff) { \
+        field = (field) + 0x0100; \
+    } else { \
+        field = (field) - 0xfeff; \
+    }
+
 #define SWX_METER_IN_GREEN PNA_MeterColor_t.RED
 #define SWX_METER_IS_RED(c) ((c) == PNA_MeterColor_t.YELLOW)
 
@@ -122,14 +137,19 @@ control MainControlImpl(inout headers_t hdr, inout bng_meta_t meta,
 
             bng.apply(hdr, meta);
 
-            /* checksums of what the core rewrote (operands are headers or
-             * header fields: SWX checksums network-order bytes as they lie).
-             * SWX writes a sum of zero as 0xffff (UDP's rule); an IPv4
-             * header's checksum is never 0xffff (its words are not all
-             * zero), so that is RFC 791's 0. Summing the header whole
-             * measured faster than RFC 1624's update of a decremented TTL
-             * (p4c-dpdk moves both operands through a scratch header). */
-            if (meta.ipv4_csum_update == 1) {
+            /* checksums of what the core rewrote. A TTL one lower:
+             * BNG_CSUM_TTL_DECREMENTED, in place (RFC 1624 through the
+             * InternetChecksum extern measured slower than summing the
+             * header, p4c-dpdk moving both operands through a scratch
+             * header; field arithmetic needs none). A header written
+             * afresh: summed whole (operands are headers or header fields:
+             * SWX checksums network-order bytes as they lie). SWX writes a
+             * sum of zero as 0xffff (UDP's rule); an IPv4 header's checksum
+             * is never 0xffff (its words are not all zero), so that is RFC
+             * 791's 0. */
+            if (meta.ipv4_csum_update == CSUM_TTL_DECREMENTED) {
+                BNG_CSUM_TTL_DECREMENTED(hdr.ipv4.checksum)
+            } else if (meta.ipv4_csum_update == CSUM_RECOMPUTE) {
                 hdr.ipv4.checksum = 0;
                 ck.clear();
                 ck.add(hdr.ipv4);
@@ -138,7 +158,9 @@ control MainControlImpl(inout headers_t hdr, inout bng_meta_t meta,
                     hdr.ipv4.checksum = 0;
                 }
             }
-            if (meta.inner_ipv4_csum_update == 1) {
+            if (meta.inner_ipv4_csum_update == CSUM_TTL_DECREMENTED) {
+                BNG_CSUM_TTL_DECREMENTED(hdr.inner_ipv4.checksum)
+            } else if (meta.inner_ipv4_csum_update == CSUM_RECOMPUTE) {
                 hdr.inner_ipv4.checksum = 0;
                 ck.clear();
                 ck.add(hdr.inner_ipv4);

@@ -188,10 +188,12 @@ control BngIngressTop(inout headers_t hdr, inout tna_meta_t md,
             md.ipv4_csum_update = 0;
             md.inner_ipv4_csum_update = 0;
             md.mss_update = 0;
-            if (md.bng.ipv4_csum_update == 1) {
+            /* CSUM_RECOMPUTE or CSUM_TTL_DECREMENTED: the deparser
+             * recomputes either way */
+            if (md.bng.ipv4_csum_update != 0) {
                 md.ipv4_csum_update = 1;
             }
-            if (md.bng.inner_ipv4_csum_update == 1) {
+            if (md.bng.inner_ipv4_csum_update != 0) {
                 md.inner_ipv4_csum_update = 1;
             }
             if (md.bng.mss_update == 1) {
