@@ -15,8 +15,8 @@ Here each gets what a router owes it:
 
 This is the slow path for what path MTU discovery and the MSS clamp did
 not prevent; the punt meter's PACKET_TOO_BIG rate bounds it. Fragments go
-out by packet-out, so the session's data-plane byte counters do not see
-them.
+out by packet-out, which the session's data-plane counters do not see: they
+are added to its accounting totals here.
 """
 from __future__ import annotations
 
@@ -85,8 +85,10 @@ class PacketTooBig:
             return
         sub, mru = found
         if not dont_fragment(pkt):
-            for piece in fragment(pkt, mru):
+            pieces = fragment(pkt, mru)
+            for piece in pieces:
                 sub.transport.send_ppp(PPP_IPV4, piece)
+            sub.count_sent_by_controller(len(pieces), sum(len(p) for p in pieces))
             self.counters["ipv4 fragmented"] += 1
             return
         src = self._source(self.core_v4, port)

@@ -147,8 +147,10 @@ class Subscriber:
     acct_started: bool = False
     reported: SessionCounters | None = None   # the totals its last accounting record carried
     # what the switch had counted before it last lost its counters (a new
-    # pipeline, a restarted switch): added to what it counts since, so
-    # that the totals accounting reports never go down
+    # pipeline, a restarted switch), and what the controller sent into the
+    # session itself (fragments of downstream packets over its MRU): added
+    # to what the switch counts, so that the totals accounting reports
+    # never go down and miss nothing the subscriber got
     counter_base: SessionCounters | None = None
     next_interim: float | None = None
     session_deadline: float | None = None
@@ -166,6 +168,13 @@ class Subscriber:
         if self.session_deadline is not None and (d is None or self.session_deadline < d):
             return self.session_deadline
         return d
+
+    def count_sent_by_controller(self, packets: int, octets: int) -> None:
+        """Downstream IP the controller sent into the session, which the
+        switch's counters never see."""
+        b = self.counter_base or SessionCounters()
+        self.counter_base = SessionCounters(b.packets_in, b.octets_in, b.packets_out + packets,
+                                            b.octets_out + octets)
 
     @property
     def mss_clamp(self) -> int:

@@ -136,6 +136,10 @@ class FakeLink:
 class FakeSub:
     transport: FakeTransport
     link: FakeLink
+    sent_by_controller: list[tuple[int, int]] = field(default_factory=list)
+
+    def count_sent_by_controller(self, packets: int, octets: int) -> None:
+        self.sent_by_controller.append((packets, octets))
 
 
 class FakeSessions:
@@ -170,6 +174,7 @@ def test_without_df_the_packet_is_fragmented_into_the_session():
     assert all(proto == PPP_IPV4 and len(f) <= 1480 for proto, f in sub.transport.sent)
     assert reassemble([f for _, f in sub.transport.sent]) == bytes(ip)[20:]
     assert h.counters == {"ipv4 fragmented": 1}
+    assert sub.sent_by_controller == [(2, sum(len(f) for _, f in sub.transport.sent))]   # for accounting
 
 
 def test_with_df_the_sender_learns_the_mru_on_the_port_and_vlan_it_used():

@@ -149,6 +149,12 @@ def test_session_comes_up_and_installs_its_entries(tmp_path, auth):
         assert params["max_len"] == 1492 == sub.link.lcp_neg.peer_mru     # larger: PACKET_TOO_BIG
         assert mgr.by_address(ipaddress.IPv4Address(cpe.ip)) is sub
         assert mgr.by_address(ipaddress.IPv4Address("10.0.0.99")) is None
+        # what the controller sent into the session (fragments) adds to the switch's counts
+        before = (await mgr.read_counters([sub]))[sub.sess_idx]
+        sub.count_sent_by_controller(2, 1500)
+        after = (await mgr.read_counters([sub]))[sub.sess_idx]
+        assert (after.packets_out - before.packets_out, after.octets_out - before.octets_out) == (2, 1500)
+        assert after.octets_in == before.octets_in
         meter = sw.meters[(n.meter("session_meter_down").preamble.id, sub.sess_idx)]
         assert meter.config.cir == 8000 * 1000 // 8
         assert [r.status for r in aaa.records] == [AcctStatus.START]
