@@ -13,10 +13,26 @@ import re
 from typing import TYPE_CHECKING
 
 from prometheus_client import start_http_server
-from prometheus_client.core import REGISTRY, CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.core import REGISTRY, CounterMetricFamily, GaugeMetricFamily, Metric
 
 if TYPE_CHECKING:
     from .controller import BngController
+
+
+def setup_summary(s: dict) -> Metric:
+    """Setup time (PADR to up) as a Prometheus summary: quantiles of the
+    recent sessions (the session manager keeps the last ones), count and
+    sum of all of them, so that rate(_sum) / rate(_count) gives the mean
+    over any window. A gauge with a quantile label was not a summary to
+    Prometheus, and had neither."""
+    m = Metric("bng_session_setup_seconds", "Setup time (PADR to up): quantiles of recent sessions", "summary")
+    xs = sorted(s["setup_times"])
+    if xs:
+        for q in (0.5, 0.95, 0.99):
+            m.add_sample("bng_session_setup_seconds", {"quantile": str(q)}, xs[min(len(xs) - 1, int(q * len(xs)))])
+    m.add_sample("bng_session_setup_seconds_count", {}, s["setups_total"])
+    m.add_sample("bng_session_setup_seconds_sum", {}, s["setup_seconds_sum"])
+    return m
 
 
 class BngCollector:
@@ -49,13 +65,7 @@ class BngCollector:
         yield g
         yield CounterMetricFamily("bng_session_setups", "Sessions that reached the up state",
                                   value=s["setups_total"])
-        xs = sorted(s["setup_times"])
-        q = GaugeMetricFamily("bng_session_setup_seconds", "Setup time (PADR to up) of recent sessions",
-                              labels=["quantile"])
-        for qq in (0.5, 0.95, 0.99):
-            if xs:
-                q.add_metric([str(qq)], xs[min(len(xs) - 1, int(qq * len(xs)))])
-        yield q
+        yield setup_summary(s)
         ev = CounterMetricFamily("bng_events", "Protocol events and errors, by kind", labels=["event"])
         for name, n in _event_labels(s["events"]).items():
             ev.add_metric([name], n)

@@ -125,6 +125,7 @@ class SessionManager:
         self.counters: collections.Counter[str] = collections.Counter()
         self.setup_times: collections.deque[float] = collections.deque(maxlen=SETUP_SAMPLES)
         self.setups_total = 0
+        self.setup_seconds_sum = 0.0     # of every setup (setup_times holds the recent ones)
         self._next_sid = 1
         self._boot = f"{int(time.time()) & 0xFFFFFFFF:08x}"
         self._acct_seq = 0
@@ -821,6 +822,7 @@ class SessionManager:
         sub.up_since_wall = time.time()
         self.setups_total += 1
         self.setup_times.append(now - sub.created)
+        self.setup_seconds_sum += now - sub.created
         a = sub.auth
         sub.session_deadline = now + a.session_timeout if a is not None and a.session_timeout else None
         interval = self._interim_interval(a)

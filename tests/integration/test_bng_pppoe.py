@@ -177,3 +177,4 @@ def test_prometheus_metrics(lab):
     assert metrics["bng_switch_connected"] == 1
     assert metrics['bng_pool_addresses{pool="default",state="used"}'] == 3
     assert 'bng_session_setup_seconds{quantile="0.5"}' in metrics
+    assert metrics["bng_session_setup_seconds_count"] >= 3 and metrics["bng_session_setup_seconds_sum"] > 0

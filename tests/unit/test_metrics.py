@@ -15,7 +15,8 @@ from bng_controller.metrics import BngCollector
 
 
 def snapshot(l2tp: dict) -> dict:
-    return {"sessions": {"up": 3}, "setups_total": 3, "setup_times": [0.1, 0.2], "packet_in": {"ARP": 2},
+    return {"sessions": {"up": 3}, "setups_total": 3, "setup_times": [0.1, 0.2], "setup_seconds_sum": 0.6,
+            "packet_in": {"ARP": 2},
             "events": {"line 17 has no free PPPoE session id": 2, "line 18 has no free PPPoE session id": 1,
                        "pppoe PADT received": 4},
             "packet_out": 9, "connected": True, "pools": {"default": (3, 5)},
@@ -52,3 +53,13 @@ def test_event_labels_are_bounded():
     assert "bng_l2tp_events" not in fams
     many = metrics._event_labels({f"reason{'x' * i}": 1 for i in range(metrics.MAX_EVENT_LABELS + 50)})
     assert len(many) == metrics.MAX_EVENT_LABELS + 1 and many["other"] == 50
+
+
+def test_setup_time_is_a_summary_with_count_and_sum():
+    fams = scrape(snapshot({}))
+    f = fams["bng_session_setup_seconds"]
+    assert f.type == "summary"
+    samples = {(x.name, x.labels.get("quantile")): x.value for x in f.samples}
+    assert samples[("bng_session_setup_seconds_count", None)] == 3
+    assert samples[("bng_session_setup_seconds_sum", None)] == 0.6
+    assert samples[("bng_session_setup_seconds", "0.5")] == 0.2
