@@ -40,15 +40,22 @@ def ipv4_header(src: IPv4, dst: IPv4, proto: int, payload_len: int, ttl: int = 6
     return h[:10] + struct.pack("!H", checksum(h)) + h[12:]
 
 
-def parse_ipv4(pkt: bytes) -> tuple[IPv4, IPv4, int, int, bytes]:
-    """(src, dst, protocol, ttl, payload), options skipped; the payload is
-    cut at the header's total length."""
+def ipv4_lengths(pkt: bytes) -> tuple[int, int]:
+    """(header length, total length) of a sound IPv4 packet: version 4, a
+    header of at least 20 bytes, a total length within the bytes given."""
     if len(pkt) < 20 or pkt[0] >> 4 != 4:
         raise ParseError("not ipv4")
     ihl = (pkt[0] & 0x0F) * 4
     total = struct.unpack_from("!H", pkt, 2)[0]
     if ihl < 20 or total < ihl or total > len(pkt):
         raise ParseError("bad ipv4 lengths")
+    return ihl, total
+
+
+def parse_ipv4(pkt: bytes) -> tuple[IPv4, IPv4, int, int, bytes]:
+    """(src, dst, protocol, ttl, payload), options skipped; the payload is
+    cut at the header's total length."""
+    ihl, total = ipv4_lengths(pkt)
     return IPv4(pkt[12:16]), IPv4(pkt[16:20]), pkt[9], pkt[8], pkt[ihl:total]
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import struct
 
-from .icmp import ParseError, checksum
+from .icmp import ParseError, checksum, ipv4_lengths
 
 IPV4_DF = 0x4000
 IPV4_MF = 0x2000
@@ -56,12 +56,7 @@ def fragment(pkt: bytes, mtu: int, ttl_decrement: int = 1) -> list[bytes]:
     packet's MF. A packet that fits comes back alone (with its TTL
     lowered). Raises ParseError for a packet that is not sound IPv4 or
     whose header leaves no 8 data bytes within `mtu`."""
-    if len(pkt) < 20 or pkt[0] >> 4 != 4:
-        raise ParseError("not ipv4")
-    ihl = (pkt[0] & 0x0F) * 4
-    total = struct.unpack_from("!H", pkt, 2)[0]
-    if ihl < 20 or total < ihl or total > len(pkt):
-        raise ParseError("bad ipv4 lengths")
+    ihl, total = ipv4_lengths(pkt)
     if pkt[8] <= ttl_decrement:
         raise ParseError("ttl expires here")
     flags_off = struct.unpack_from("!H", pkt, 6)[0]

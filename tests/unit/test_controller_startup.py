@@ -41,16 +41,28 @@ def lcp_echo_request(session_id: int) -> bytes:
             + struct.pack("!BBHH", 0x11, 0, session_id, len(ppp)) + ppp)
 
 
-def test_packet_ins_before_ready_are_handled_after_the_switch_is_set_up(tmp_path):
+def pppoe_config(tmp_path: Path) -> config.ControllerConfig:
+    """The example PPPoE config with its state and accounting in tmp_path."""
     cfg = config.load(ROOT / "configs" / "controller" / "pppoe.yaml")
     cfg.state_dir = str(tmp_path)
     cfg.aaa["local"] = {"subscribers": str(ROOT / "configs" / "subscribers.example.yaml"),
                         "accounting_file": str(tmp_path / "accounting.jsonl")}
+    return cfg
+
+
+def controller_on_ready_switch(cfg: config.ControllerConfig) -> tuple[BngController, ReadySwitch]:
+    """A controller whose switch already runs its pipeline (call within a loop)."""
+    ctl = BngController(cfg, make_backend(cfg.aaa))
+    sw = ReadySwitch(ctl.cookie)
+    ctl.switch = ctl.sessions.switch = sw
+    return ctl, sw
+
+
+def test_packet_ins_before_ready_are_handled_after_the_switch_is_set_up(tmp_path):
+    cfg = pppoe_config(tmp_path)
 
     async def run():
-        ctl = BngController(cfg, make_backend(cfg.aaa))
-        sw = ReadySwitch(ctl.cookie)
-        ctl.switch = ctl.sessions.switch = sw
+        ctl, sw = controller_on_ready_switch(cfg)
         ctl.on_packet_in(PacketIn(lcp_echo_request(0x42), {"reason": ctl.punt_values["PPP_CONTROL"],
                                                             "ingress_port": 1, "line_id": 7}))
         assert sw.sent == []                       # not answered from an empty session table

@@ -209,25 +209,15 @@ def test_gone_sessions_and_garbage_are_counted_not_raised():
 
 def test_the_controller_hands_packet_too_big_punts_to_the_handler(tmp_path):
     import asyncio
-    from pathlib import Path
 
-    from bng_controller import config
-    from bng_controller.aaa import make_backend
-    from bng_controller.controller import BngController
     from bng_controller.p4runtime_async import PacketIn
 
-    from .test_controller_startup import ReadySwitch
+    from .test_controller_startup import controller_on_ready_switch, pppoe_config
 
-    root = Path(__file__).resolve().parents[2]
-    cfg = config.load(root / "configs" / "controller" / "pppoe.yaml")
-    cfg.state_dir = str(tmp_path)
-    cfg.aaa["local"] = {"subscribers": str(root / "configs" / "subscribers.example.yaml"),
-                        "accounting_file": str(tmp_path / "accounting.jsonl")}
+    cfg = pppoe_config(tmp_path)
 
     async def run():
-        ctl = BngController(cfg, make_backend(cfg.aaa))
-        sw = ReadySwitch(ctl.cookie)
-        ctl.switch = ctl.sessions.switch = sw
+        ctl, sw = controller_on_ready_switch(cfg)
         await ctl.on_connected()
         sw.take_sent()
         frame = core_frame(IP(src="198.51.100.7", dst=str(SUB_V4), flags="DF") / Raw(b"a" * 1600))
