@@ -532,7 +532,8 @@ class BngController:
         loop's live dicts)."""
         s = self.sessions
         return {"sessions": s.sessions_by_state, "setups_total": s.setups_total,
-                "setup_times": list(s.setup_times), "setup_seconds_sum": s.setup_seconds_sum, "events": dict(s.counters), "packet_in": dict(self.punts),
+                "setup_times": list(s.setup_times), "setup_seconds_sum": s.setup_seconds_sum,
+                "events": dict(s.counters), "packet_in": dict(self.punts),
                 "packet_out": self.switch.stats["packet_out"], "connected": self.switch.connected.is_set(),
                 "pools": {n: (len(p.used), p.free) for n, p in self.pools.pools.items()},
                 "dataplane": self._dataplane_cache, "writer": dict(self.switch.writer.stats),

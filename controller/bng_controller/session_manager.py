@@ -90,6 +90,11 @@ class RestoreRefused(ValueError):
     one restored before it."""
 
 
+# The groups of sub.installed that the session manager writes for a
+# terminated session (the L2TP service adds "lac" for a switched one).
+SESSION_GROUPS = ("session", "ipv4", "ipv6")
+
+
 class SessionManager:
     def __init__(self, cfg: ControllerConfig, tables: BngTables, switch: AsyncP4RuntimeClient,
                  aaa: AaaBackend, pools: PoolSet, store: SessionStore | None = None,
@@ -736,14 +741,15 @@ class SessionManager:
         return ok
 
     def _session_group_entries(self, sub: Subscriber, group: str) -> list:
-        """The entries of one of a session's groups ("session", "ipv4",
-        "ipv6") as its state asks for them now: mss_clamp and max_len
-        follow the MRU its LCP negotiated."""
+        """The entries of one of a session's SESSION_GROUPS as its state
+        asks for them now: mss_clamp and max_len follow the MRU its LCP
+        negotiated."""
         t, tables, mss, mru = sub.transport, self.tables, self._mss(sub), sub.link.lcp_neg.peer_mru
         if group == "session":
             return t.session_entries(tables, sub.sess_idx, mss)
         if group == "ipv4":
             return t.ipv4_entries(tables, sub.sess_idx, sub.ipv4, mss, mru) if sub.ipv4 is not None else []
+        assert group == "ipv6", group
         return [e for p in (sub.ipv6_prefix, sub.delegated_prefix) if p is not None
                 for e in t.ipv6_entries(tables, sub.sess_idx, p, mss, mru)]
 
@@ -752,7 +758,10 @@ class SessionManager:
         (another MRU: mss_clamp, max_len), as they should be now. A group
         that lost an entry to a failed insert is left as it is."""
         out = {}
-        for group, have in sub.installed.items():
+        for group in SESSION_GROUPS:
+            have = sub.installed.get(group)
+            if have is None:
+                continue
             want = self._session_group_entries(sub, group)
             if len(want) == len(have) and want != have and \
                     all(entry_key(w) == entry_key(h) for w, h in zip(want, have)):
