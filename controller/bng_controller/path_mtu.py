@@ -27,7 +27,7 @@ from typing import Callable, Protocol
 from . import icmp
 from .ipv4_fragment import dont_fragment, fragment
 from .ipv6 import icmp6
-from .ipv6.codec import Ignored
+from .ipv6.codec import Ignored, parse_ipv6
 from .ipv6.codec import ParseError as Ipv6ParseError
 from .ppp.codec import PPP_IPV4
 from .pppoe import codec as pppoe
@@ -100,9 +100,7 @@ class PacketTooBig:
         self.counters["ipv4 fragmentation needed sent"] += 1
 
     def _ipv6(self, port: int, l2: pppoe.L2Header, pkt: bytes) -> None:
-        if len(pkt) < 40 or pkt[0] >> 4 != 6:
-            raise Ipv6ParseError("not ipv6")
-        found = self._session_mru(IPv6Address(pkt[24:40]))
+        found = self._session_mru(parse_ipv6(pkt).dst)
         if found is None:
             return
         _, mru = found

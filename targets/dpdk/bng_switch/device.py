@@ -7,6 +7,7 @@ multi-threaded without the pipeline ever seeing two writers.
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import hashlib
 import json
@@ -16,13 +17,14 @@ import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 from p4.config.v1 import p4info_pb2
 
 from . import libbsw, swx_spec
-from .swx_spec import SpecError
 from .pipeline_map import MappingError, PipelineMap
 from .switch_config import MEMPOOL, SwitchConfig, cpu_ring, cpu_ring_prefix, dist_ring, dist_ring_prefix, null_ring
+from .swx_spec import SpecError
 from .table_store import TableStore
 
 log = logging.getLogger("bng_switch.device")
@@ -187,28 +189,31 @@ class Device:
         """VERIFY's last step: DPDK itself checks the spec (prepare() checked
         what Python can: its shape, the limits, the mapping to the P4Info),
         so that a config VERIFY accepts does not fail to build at COMMIT."""
+        with self._spec_file(pc) as spec_path:
+            try:
+                self.lib.spec_check(spec_path)
+            except libbsw.BswError as e:
+                raise SpecError(f"DPDK refuses the spec: {e}") from e
+
+    @contextlib.contextmanager
+    def _spec_file(self, pc: PipelineConfig) -> Iterator[str]:
+        """pc's spec in a file of the work dir while DPDK reads it (its
+        build and check take a path)."""
         fd, spec_path = tempfile.mkstemp(suffix=".spec", dir=self.config.work_dir)
-        with os.fdopen(fd, "w") as f:
-            f.write(pc.spec_text)
         try:
-            self.lib.spec_check(spec_path)
-        except libbsw.BswError as e:
-            raise SpecError(f"DPDK refuses the spec: {e}") from e
+            with os.fdopen(fd, "w") as f:
+                f.write(pc.spec_text)
+            yield spec_path
         finally:
             os.unlink(spec_path)
 
     def _build(self, pc: PipelineConfig) -> libbsw.Pipeline:
         cfg = self.config
-        fd, spec_path = tempfile.mkstemp(suffix=".spec", dir=cfg.work_dir)
-        with os.fdopen(fd, "w") as f:
-            f.write(pc.spec_text)
-        try:
+        with self._spec_file(pc) as spec_path:
             iospecs = [cfg.iospec(k) for k in range(cfg.workers)]
             pipeline = self.lib.pipeline_build(spec_path, cfg.work_dir, cfg.dpdk_include, iospecs,
                                                cfg.pipeline_mode)
             log.info("pipeline built (%s), %d instance(s)", pipeline.mode, len(iospecs))
-        finally:
-            os.unlink(spec_path)
         try:
             pc.pmap.bind(pipeline)
             pipeline.table_lookup_set(cfg.table_lookup == "one-step")
