@@ -65,12 +65,8 @@ type Reassembler struct {
 // and offset cleared, Total Length set and the checksum redone.
 func (r *Reassembler) Add(b []byte, now time.Duration) ([]byte, error) {
 	r.expire(now)
-	if len(b) < HeaderLen || b[0]>>4 != 4 {
-		return nil, ErrBadFragment
-	}
-	ihl := int(b[0]&0x0f) * 4
-	total := int(binary.BigEndian.Uint16(b[2:]))
-	if ihl < HeaderLen || total < ihl || total > len(b) || Checksum(0, b[:ihl]) != 0xffff {
+	ihl, total, err := checkHeader(b)
+	if err != nil {
 		return nil, ErrBadFragment
 	}
 	fo := binary.BigEndian.Uint16(b[6:])
@@ -112,14 +108,20 @@ func (r *Reassembler) Add(b []byte, now time.Duration) ([]byte, error) {
 		return nil, nil
 	}
 	r.drop(d)
-	out := make([]byte, 0, len(d.header)+d.total)
-	out = append(out, d.header...)
-	out = append(out, d.data[:d.total]...)
+	return withHeader(d.header, d.data[:d.total], binary.BigEndian.Uint16(d.header[6:])&flagDF), nil
+}
+
+// withHeader is header then data in a fresh buffer, the header's Total
+// Length, flags and fragment offset (flagsOffset) and checksum set.
+func withHeader(header, data []byte, flagsOffset uint16) []byte {
+	out := make([]byte, 0, len(header)+len(data))
+	out = append(out, header...)
+	out = append(out, data...)
 	binary.BigEndian.PutUint16(out[2:], uint16(len(out)))
-	binary.BigEndian.PutUint16(out[6:], binary.BigEndian.Uint16(out[6:])&flagDF)
+	binary.BigEndian.PutUint16(out[6:], flagsOffset)
 	out[10], out[11] = 0, 0
-	binary.BigEndian.PutUint16(out[10:], Finish(Checksum(0, out[:len(d.header)])))
-	return out, nil
+	binary.BigEndian.PutUint16(out[10:], Finish(Checksum(0, out[:len(header)])))
+	return out
 }
 
 func (d *datagram) maxEnd() int {
@@ -208,18 +210,11 @@ func Fragment(b []byte, mtu int) [][]byte {
 		if end > len(data) {
 			end = len(data)
 		}
-		f := make([]byte, 0, HeaderLen+end-off)
-		f = append(f, b[:HeaderLen]...)
-		f = append(f, data[off:end]...)
 		fo := uint16(off / 8)
 		if end < len(data) {
 			fo |= flagMF
 		}
-		binary.BigEndian.PutUint16(f[2:], uint16(len(f)))
-		binary.BigEndian.PutUint16(f[6:], fo)
-		f[10], f[11] = 0, 0
-		binary.BigEndian.PutUint16(f[10:], Finish(Checksum(0, f[:HeaderLen])))
-		out = append(out, f)
+		out = append(out, withHeader(b[:HeaderLen], data[off:end], fo))
 	}
 	return out
 }

@@ -72,19 +72,9 @@ var (
 // the emulator's own traffic is never fragmented, so one means the BNG
 // fragmented (or mangled) it.
 func Parse(b []byte) (Packet, error) {
-	if len(b) < HeaderLen {
-		return Packet{}, ErrShort
-	}
-	if b[0]>>4 != 4 {
-		return Packet{}, ErrVersion
-	}
-	ihl := int(b[0]&0x0f) * 4
-	total := int(binary.BigEndian.Uint16(b[2:]))
-	if ihl < HeaderLen || total < ihl || total > len(b) {
-		return Packet{}, ErrLength
-	}
-	if Checksum(0, b[:ihl]) != 0xffff {
-		return Packet{}, ErrChecksum
+	ihl, total, err := checkHeader(b)
+	if err != nil {
+		return Packet{}, err
 	}
 	if frag := binary.BigEndian.Uint16(b[6:]); frag&0x3fff != 0 { // MF or an offset
 		return Packet{}, ErrFragment
@@ -97,6 +87,26 @@ func Parse(b []byte) (Packet, error) {
 		ID:      binary.BigEndian.Uint16(b[4:]),
 		Payload: b[ihl:total],
 	}, nil
+}
+
+// checkHeader checks what every IPv4 header must hold (version, lengths,
+// checksum) and returns its header and total lengths.
+func checkHeader(b []byte) (ihl, total int, err error) {
+	if len(b) < HeaderLen {
+		return 0, 0, ErrShort
+	}
+	if b[0]>>4 != 4 {
+		return 0, 0, ErrVersion
+	}
+	ihl = int(b[0]&0x0f) * 4
+	total = int(binary.BigEndian.Uint16(b[2:]))
+	if ihl < HeaderLen || total < ihl || total > len(b) {
+		return 0, 0, ErrLength
+	}
+	if Checksum(0, b[:ihl]) != 0xffff {
+		return 0, 0, ErrChecksum
+	}
+	return ihl, total, nil
 }
 
 // AppendHeader appends a 20-byte header for a payload of payloadLen bytes,
