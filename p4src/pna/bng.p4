@@ -22,19 +22,37 @@
  * passes 1, i.e. YELLOW. So this program spells DPDK's values: it passes
  * "RED" (0) as the input colour, which is DPDK's GREEN (colour-blind), and
  * tests the result against "YELLOW" (2), which is DPDK's RED. */
-/* RFC 1624 eqn. 3 for a TTL one lower: HC' = ~(~HC + ~m + m'), where the
- * word (TTL, protocol) m became m - 0x0100, so ~m + m' is 0xfeff in ones'
+/* An IPv4 header's checksum after the core changed the header (update:
+ * meta.ipv4_csum_update or inner_ipv4_csum_update).
+ * A TTL one lower: RFC 1624 eqn. 3, HC' = ~(~HC + ~m + m'), where the word
+ * (TTL, protocol) m became m - 0x0100, so ~m + m' is 0xfeff in ones'
  * complement; worked out, HC' = HC + 0x0100 below 0xfeff and HC - 0xfeff
  * from there (equal for all 65536 values; 0xfeff gives 0, never 0xffff).
  * In place, on the checksum field alone: summing the whole header after
  * the TTL's one-byte store waited for that store to reach the cache (a
  * CPU forwards a store to a load only if the one store holds all the
- * loaded bytes). */
-#define BNG_CSUM_TTL_DECREMENTED(field) \
-    if ((field) < 0xfeff) { \
-        field = (field) + 0x0100; \
-    } else { \
-        field = (field) - 0xfeff; \
+ * loaded bytes); through the InternetChecksum extern RFC 1624 measured
+ * slower than summing, p4c-dpdk moving both operands through a scratch
+ * header, where field arithmetic needs none.
+ * A header written afresh: summed whole (SWX checksums network-order bytes
+ * as they lie). SWX writes a sum of zero as 0xffff (UDP's rule); an IPv4
+ * header's checksum is never 0xffff (its words are not all zero), so that
+ * is RFC 791's 0. */
+#define BNG_IPV4_CSUM_UPDATE(update, h) \
+    if ((update) == CSUM_TTL_DECREMENTED) { \
+        if (h.checksum < 0xfeff) { \
+            h.checksum = h.checksum + 0x0100; \
+        } else { \
+            h.checksum = h.checksum - 0xfeff; \
+        } \
+    } else if ((update) == CSUM_RECOMPUTE) { \
+        h.checksum = 0; \
+        ck.clear(); \
+        ck.add(h); \
+        h.checksum = ck.get(); \
+        if (h.checksum == 0xffff) { \
+            h.checksum = 0; \
+        } \
     }
 
 #define SWX_METER_IN_GREEN PNA_MeterColor_t.RED
@@ -137,38 +155,9 @@ control MainControlImpl(inout headers_t hdr, inout bng_meta_t meta,
 
             bng.apply(hdr, meta);
 
-            /* checksums of what the core rewrote. A TTL one lower:
-             * BNG_CSUM_TTL_DECREMENTED, in place (RFC 1624 through the
-             * InternetChecksum extern measured slower than summing the
-             * header, p4c-dpdk moving both operands through a scratch
-             * header; field arithmetic needs none). A header written
-             * afresh: summed whole (operands are headers or header fields:
-             * SWX checksums network-order bytes as they lie). SWX writes a
-             * sum of zero as 0xffff (UDP's rule); an IPv4 header's checksum
-             * is never 0xffff (its words are not all zero), so that is RFC
-             * 791's 0. */
-            if (meta.ipv4_csum_update == CSUM_TTL_DECREMENTED) {
-                BNG_CSUM_TTL_DECREMENTED(hdr.ipv4.checksum)
-            } else if (meta.ipv4_csum_update == CSUM_RECOMPUTE) {
-                hdr.ipv4.checksum = 0;
-                ck.clear();
-                ck.add(hdr.ipv4);
-                hdr.ipv4.checksum = ck.get();
-                if (hdr.ipv4.checksum == 0xffff) {
-                    hdr.ipv4.checksum = 0;
-                }
-            }
-            if (meta.inner_ipv4_csum_update == CSUM_TTL_DECREMENTED) {
-                BNG_CSUM_TTL_DECREMENTED(hdr.inner_ipv4.checksum)
-            } else if (meta.inner_ipv4_csum_update == CSUM_RECOMPUTE) {
-                hdr.inner_ipv4.checksum = 0;
-                ck.clear();
-                ck.add(hdr.inner_ipv4);
-                hdr.inner_ipv4.checksum = ck.get();
-                if (hdr.inner_ipv4.checksum == 0xffff) {
-                    hdr.inner_ipv4.checksum = 0;
-                }
-            }
+            /* checksums of what the core rewrote */
+            BNG_IPV4_CSUM_UPDATE(meta.ipv4_csum_update, hdr.ipv4)
+            BNG_IPV4_CSUM_UPDATE(meta.inner_ipv4_csum_update, hdr.inner_ipv4)
             if (meta.mss_update == 1) {
                 /* RFC 1624: HC' = ~(~HC + ~m + m') */
                 ck.clear();
