@@ -36,6 +36,12 @@ is the median of --runs runs.
 
 Roles: pppoe_up (PPPoE session -> routed IPv4), pppoe_down, lac_up (PPPoE ->
 L2TP), lac_down (L2TP -> PPPoE), lns_up (L2TP -> routed IPv4), lns_down.
+
+--hand-written also measures pppoe_up and lns_up with the worker running the
+program's work on that path as C written by hand
+(targets/dpdk/src/bsw_bench_hand_path.c) over the same pipeline's ports,
+tables, meters and counters, beside p4_l2fwd as the role is and checked as
+the role is: what another way of running the program could reach.
 """
 from __future__ import annotations
 
@@ -52,6 +58,7 @@ sys.path.insert(0, str(ROOT))
 from bench.bench_dataplane import L2FWD_SPEC, frame_sizes, run_modes  # noqa: E402
 
 ROLES = ("pppoe_up", "pppoe_down", "lac_up", "lac_down", "lns_up", "lns_down")
+HAND_WRITTEN = ("pppoe_up", "lns_up")   # the roles bsw_bench_hand_path.c writes out
 
 PORT = 1                       # the pcap port: source and sink
 BNG_MAC = 0x02bb00000001
@@ -316,6 +323,16 @@ def run_child(args) -> dict:
             res[role] = {"frame_size": size, "avg_frame_b": _avg([len(b) + 4 for b in pkts]), "runs": runs,
                          "p4_l2fwd_runs": l2_runs, "entries": n_ops, "install_s": round(install_s, 1)}
             res["p4_l2fwd"]["runs"] += l2_runs
+            if args.hand_written and role in HAND_WRITTEN:
+                # the same pipeline's ports, tables and counters, run by the
+                # hand-written path instead (bsw_bench_hand_path.c)
+                p.bench_hand_path(role, PORT)
+                drops_before = drop_total(p, ro)
+                hw_runs, hw_l2_runs = paired_runs(l2, p, args)
+                check_forwarding(p, ro, role, flows, drops_before, f"{role} {size} hand-written")
+                p.bench_hand_path("", PORT)
+                res[role]["hand_written"] = {"runs": hw_runs, "p4_l2fwd_runs": hw_l2_runs}
+                res["p4_l2fwd"]["runs"] += hw_l2_runs
             p.free()
         check_p4_l2fwd(l2)
         l2.free()
@@ -338,6 +355,10 @@ def main() -> int:
                          "(default: the switch's, config key table_lookup)")
     ap.add_argument("--policed", action="store_true",
                     help="give every session a policer (meters set, never dropping) instead of no rate limit")
+    ap.add_argument("--hand-written", action="store_true",
+                    help="also measure pppoe_up and lns_up as hand-written C over the same pipeline's ports, "
+                         "tables, meters and counters (bsw_bench_hand_path.c): what the program's work on "
+                         "those paths costs as straight-line code, a bound for another execution model")
     ap.add_argument("--mode", help=argparse.SUPPRESS)
     ap.add_argument("--json", help="also write the results here")
     args = ap.parse_args()
@@ -351,7 +372,7 @@ def main() -> int:
           f"({args.sessions} entries) at each size",
           flush=True)
     results = run_modes(__file__, args, ("sessions", "flows", "frame_sizes", "workers", "seconds", "runs", "roles",
-                                         "lookup", "policed"))
+                                         "lookup", "policed", "hand_written"))
     if results is None:
         return 1
     for by_size in results.values():
@@ -360,6 +381,10 @@ def main() -> int:
                 v["median_mpps"] = statistics.median(v["runs"])
                 if "p4_l2fwd_runs" in v:
                     v["p4_l2fwd_median_mpps"] = statistics.median(v["p4_l2fwd_runs"])
+                if "hand_written" in v:
+                    hw = v["hand_written"]
+                    hw["median_mpps"] = statistics.median(hw["runs"])
+                    hw["p4_l2fwd_median_mpps"] = statistics.median(hw["p4_l2fwd_runs"])
     for mode, by_size in results.items():
         for size, res in by_size.items():
             b, l2 = res["baseline"]["median_mpps"], res["p4_l2fwd"]["median_mpps"]
@@ -373,6 +398,11 @@ def main() -> int:
                     print(f"{role:<12}{r['avg_frame_b']:>8}{r['entries']:>9}{r['median_mpps']:>11.2f}"
                           f"{r['median_mpps'] / b:>13.2f}{r['p4_l2fwd_median_mpps']:>10.2f}"
                           f"{r['median_mpps'] / r['p4_l2fwd_median_mpps']:>11.2f}")
+                    if "hand_written" in r:
+                        hw = r["hand_written"]
+                        print(f"{' hand-written':<29}{hw['median_mpps']:>11.2f}{hw['median_mpps'] / b:>13.2f}"
+                              f"{hw['p4_l2fwd_median_mpps']:>10.2f}"
+                              f"{hw['median_mpps'] / hw['p4_l2fwd_median_mpps']:>11.2f}")
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2))
     return 0

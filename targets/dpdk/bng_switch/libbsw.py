@@ -400,3 +400,9 @@ class Pipeline:
         self._call("bsw_bench_stock_ctl", self.handle, table.encode(), action_id, n, batch, cps,
                    len(checkpoints), out)
         return list(out)
+
+    def bench_hand_path(self, role: str, port: int) -> None:
+        """Workers started from now on run the hand-written path of `role`
+        (pppoe_up or lns_up) polling `port`, instead of the pipeline; ""
+        puts the pipeline back (bsw_bench_hand_path.c)."""
+        self._call("bsw_bench_hand_path_set", self.handle, role.encode(), port)

@@ -287,6 +287,12 @@ int bsw_packet_channel_stats(struct bsw_pipeline *bp, uint64_t *stats);
 int bsw_bench_stock_ctl(struct bsw_pipeline *bp, const char *table_name, uint32_t action_id,
 			uint32_t n, uint32_t batch, const uint32_t *checkpoints,
 			uint32_t n_checkpoints, uint64_t *ns_at);
+/* bench_bng.py --hand-written: the workers run a hand-written path of the
+ * bng program ("pppoe_up" or "lns_up") over this pipeline's ports, tables,
+ * meters and counters, polling input port `port`, instead of the pipeline;
+ * "" puts the pipeline back. Only while no worker runs. See
+ * bsw_bench_hand_path.c. */
+int bsw_bench_hand_path_set(struct bsw_pipeline *bp, const char *role, uint32_t port);
 
 #ifdef __cplusplus
 }

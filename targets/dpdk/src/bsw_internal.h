@@ -30,7 +30,12 @@ struct bsw_worker {
 	volatile uint32_t running;
 	volatile uint32_t stop;
 	uint32_t launched;	/* on lcore_id (which may be 0) until waited for */
+	struct bsw_hand_path *hand_path;	/* set: runs it instead of the pipeline (bench only) */
 };
+
+struct bsw_hand_path;
+/* bsw_bench_hand_path.c: the worker's loop over w->hand_path until w->stop. */
+void bsw_hand_path_run(struct bsw_worker *w);
 
 /* Per-table parameters the table objects were created with. */
 struct bsw_table {

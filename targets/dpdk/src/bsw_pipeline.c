@@ -682,6 +682,7 @@ bsw_pipeline_free(struct bsw_pipeline *bp)
 		}
 		free(bp->inst[i].frame_length_ports);
 		free(bp->inst[i].rx_backoff);
+		free(bp->workers[i].hand_path);
 	}
 	free(bp);
 }

@@ -67,6 +67,12 @@ worker_main(void *arg)
 	if (w->nice && setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), w->nice))
 		RTE_LOG(WARNING, USER1, "bsw: worker on lcore %u: nice %d: %s\n", w->lcore_id, w->nice,
 			strerror(errno));
+	if (w->hand_path) {
+		/* bench_bng.py --hand-written: a hand-written path instead */
+		bsw_hand_path_run(w);
+		__atomic_store_n(&w->running, 0, __ATOMIC_RELEASE);
+		return 0;
+	}
 	while (!__atomic_load_n(&w->stop, __ATOMIC_ACQUIRE)) {
 		rte_swx_pipeline_run(w->p, QUANTUM);
 		__atomic_fetch_add(&w->epoch, 1, __ATOMIC_SEQ_CST);
