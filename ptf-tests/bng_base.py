@@ -63,6 +63,15 @@ def l2tp_data(tunnel_id: int, session_id: int, flags: int = 0x0002, ac: bool = T
     return b + (b"\xff\x03" if ac else b"")
 
 
+def with_l2tp_length(message: bytes, extra: int = 0) -> bytes:
+    """An L2TP message (header, then its payload) whose Length field, if its
+    L bit has one, holds the message's whole length (RFC 2661 3.1), plus
+    `extra` to make it wrong."""
+    if not message[0] & 0x40:
+        return message
+    return message[:2] + struct.pack("!H", len(message) + extra) + message[4:]
+
+
 def ipv4_checksum(header: bytes) -> int:
     """RFC 1071 over an IPv4 header whose checksum field is zero."""
     total = sum(struct.unpack(f"!{len(header) // 2}H", header))

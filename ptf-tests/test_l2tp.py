@@ -8,7 +8,8 @@ from scapy.packet import Raw
 
 from bng_base import (ACCESS1, BNG_IP, BNG_MAC, CLIENT_IP, CLIENT_MAC, CLIENT_V6_PREFIX, CORE1, CORE2,
                       CORE_ROUTER_MAC, INTERNET_IP, PEER_IP, PEER_MAC, SESS_IDX, SESSION_ID,
-                      BngTest, access_frame, ip_int, l2tp_data, mac_int, routed_ipv4, routed_ipv6)
+                      BngTest, access_frame, ip_int, l2tp_data, mac_int, routed_ipv4, routed_ipv6,
+                      with_l2tp_length)
 
 PEER_TUNNEL, PEER_SESSION = 0x1111, 0x2222     # ids the peer chose
 LOCAL_TUNNEL, LOCAL_SESSION = 0x0aaa, 0x0bbb   # ids we chose
@@ -65,12 +66,12 @@ class LacDownstream(LacTest):
     def runTest(self):
         self.install_lac_session()
         ip = IP(src=INTERNET_IP, dst=CLIENT_IP) / UDP(sport=6, dport=5) / Raw(b"d" * 21)
-        variants = (dict(), dict(ac=False), dict(flags=0x4802, length=0, ns_nr=(1, 2)))
+        variants = (dict(), dict(ac=False), dict(flags=0x4802, ns_nr=(1, 2)))
         for local_action in ("set_local_no_lns", "set_local"):
             self.client.modify(self.client.table_entry("local_ipv4", {"addr": ip_int(BNG_IP)}, local_action))
             for v in variants:
                 with self.subTest(local_action=local_action, **{k: str(x) for k, x in v.items()}):
-                    payload = l2tp_data(LOCAL_TUNNEL, LOCAL_SESSION, **v) + b"\x00\x21" + bytes(ip)
+                    payload = with_l2tp_length(l2tp_data(LOCAL_TUNNEL, LOCAL_SESSION, **v) + b"\x00\x21" + bytes(ip))
                     self.send(CORE2, self.l2tp_over_ip(payload))
                     self.expect(access_frame(self.pppoe_ip(ip), 100, 200, src=BNG_MAC, dst=CLIENT_MAC), ACCESS1)
 

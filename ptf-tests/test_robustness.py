@@ -9,7 +9,7 @@ from scapy.packet import Raw
 
 from bng_base import (ACCESS1, BNG_IP, BNG_MAC, CLIENT_IP, CLIENT_MAC, CORE1, CORE_ROUTER_MAC,
                       INTERNET_IP, PEER_IP, PEER_MAC, SESS_IDX, SESSION_ID, BngTest, access_frame, ip_int,
-                      l2tp_data, routed_ipv4)
+                      l2tp_data, routed_ipv4, with_l2tp_length)
 
 CLIENT_V6 = "2001:db8:1::10"          # in CLIENT_V6_PREFIX
 
@@ -105,8 +105,9 @@ class MalformedIpv4(MalformedTest):
 class MalformedL2tp(MalformedTest):
     """L2TP with a version other than 2; a non-zero Offset Size (padding is
     not supported: dropped, counted as UNSUPPORTED); UDP and IPv4 lengths
-    that disagree; in an LNS session, inner IPv4 with options, with a length
-    other than what L2TP carries, or shorter than its header."""
+    that disagree; a Length field (L bit) that is not the whole message; in
+    an LNS session, inner IPv4 with options, with a length other than what
+    L2TP carries, or shorter than its header."""
 
     def runTest(self):
         self.insert("local_ipv4", {"addr": 0x64400001}, "set_local")
@@ -126,6 +127,9 @@ class MalformedL2tp(MalformedTest):
         inner = bytes(IP(src=CLIENT_IP, dst=INTERNET_IP) / UDP() / Raw(b"i" * 8))
         self.send(3, self.l2tp_over_ip(l2tp_data(1, 1) + b"\x00\x21" + inner))   # sanity: routed
         self.assertIsNotNone(self.dataplane.poll(port_number=CORE1, timeout=2).packet)
+        with_length = l2tp_data(1, 1, flags=0x4002) + b"\x00\x21" + inner
+        self.send(3, self.l2tp_over_ip(with_l2tp_length(with_length)))   # a right Length: routed
+        self.assertIsNotNone(self.dataplane.poll(port_number=CORE1, timeout=2).packet)
         short = bytes(IP(src=CLIENT_IP, dst=INTERNET_IP, len=10, proto=17))
         # UDP and the outer IPv4 claim PPP 0x0021 + those 10 bytes: lengths
         # agree all the way down, the frame's last 10 bytes are padding
@@ -138,6 +142,9 @@ class MalformedL2tp(MalformedTest):
             "inner IPv4 length disagreeing with L2TP's": self.l2tp_over_ip(
                 l2tp_data(1, 1) + b"\x00\x21" + inner[:2] + struct.pack("!H", len(inner) + 4) + inner[4:]),
             "inner IPv4 total length below its header": claims_10,
+            "L2TP Length 1 beyond the message": self.l2tp_over_ip(with_l2tp_length(with_length, 1)),
+            "L2TP Length 1 short of the message": self.l2tp_over_ip(with_l2tp_length(with_length, -1)),
+            "L2TP Length 0": self.l2tp_over_ip(with_length),
         }
         for name, frame in cases.items():
             with self.subTest(case=name):

@@ -609,6 +609,8 @@ control BngIngress(inout headers_t hdr, inout bng_meta_t meta) {
                         drop_for(DropReason_t.UNSUPPORTED);
                     } else if (meta.ppp_len != hdr.ipv4.total_len) {
                         drop_for(DropReason_t.MALFORMED);     /* UDP and IPv4 lengths disagree */
+                    } else if (BNG_L2TP_LENGTH_BAD) {
+                        drop_for(DropReason_t.MALFORMED);     /* L2TP Length and UDP disagree */
                     } else {
                         meta.ppp_len = meta.ppp_len - 28;
                         meta.ppp_len = meta.ppp_len - meta.l2tp_len;

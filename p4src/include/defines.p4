@@ -56,6 +56,16 @@ const port_t CPU_PORT = 0;
 #define BNG_PARSER_ADD(field, n) field = field + (n);
 #endif
 
+/* An L2TP data message whose Length field (L bit) is not the whole message,
+ * which RFC 2661 3.1 says it is: the UDP payload. Where it is tested,
+ * meta.ppp_len holds the UDP length + 20 (to be compared with IPv4's total
+ * length). Tofino checks no length against the frame (BNG_PAST_FRAME) and
+ * its 20 stages have no room for this test on the LNS upstream chain (21
+ * with it): the TNA top defines it false. */
+#ifndef BNG_L2TP_LENGTH_BAD
+#define BNG_L2TP_LENGTH_BAD (hdr.l2tp_length.isValid() && hdr.l2tp_length.length + 28 != meta.ppp_len)
+#endif
+
 /* Where the BNG's own IPv4 addresses are looked up (local_ipv4). Tofino
  * looks up tables of independent keys side by side in one stage, and its
  * 20 stages have no room for a longer chain: the TNA top defines

@@ -52,6 +52,7 @@
 #define BNG_PARSER_ADD(field, n)
 #define BNG_PARSER_VID(field, tci) field = (bit<16>) tci[11:0];
 #define BNG_PAST_FRAME(len) false
+#define BNG_L2TP_LENGTH_BAD false
 /* Gateways compare a field only with a constant: BngIngressTop clamps
  * with saturating arithmetic instead. */
 #define BNG_MSS_ABOVE_CLAMP true
