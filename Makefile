@@ -43,7 +43,7 @@ bench-tables: setup
 
 bench-dataplane: setup
 	$(PY) bench/bench_dataplane.py
-	$(PY) bench/bench_bng.py
+	$(PY) bench/bench_bng.py --straight
 
 # PPPoE session setup rate up to 40k sessions (BENCH_SETUP_ARGS="--sessions 2000")
 bench-setup: setup
@@ -57,7 +57,7 @@ bench-l2tp: setup
 
 # the BNG program alone, by role (also part of bench-dataplane)
 bench-bng: setup
-	$(PY) bench/bench_bng.py
+	$(PY) bench/bench_bng.py --straight
 
 # a switch compile option A/B, interleaved in one process (BENCH_AB_ARGS="--env BSW_SWX_GROUP_CHAIN=1,0")
 bench-ab: setup

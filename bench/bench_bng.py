@@ -333,6 +333,17 @@ def run_child(args) -> dict:
                 p.bench_hand_path("", PORT)
                 res[role]["hand_written"] = {"runs": hw_runs, "p4_l2fwd_runs": hw_l2_runs}
                 res["p4_l2fwd"]["runs"] += hw_l2_runs
+            if args.straight:
+                # the same pipeline run by straight-line code generated from
+                # its spec (bng_switch/straight_codegen.py); last, as it
+                # cannot be unloaded
+                from bng_switch.straight_codegen import build as build_straight
+                p.straight_load(build_straight(str(prog.spec_path), str(work), cfg.dpdk_include))
+                drops_before = drop_total(p, ro)
+                st_runs, st_l2_runs = paired_runs(l2, p, args)
+                check_forwarding(p, ro, role, flows, drops_before, f"{role} {size} straight")
+                res[role]["straight"] = {"runs": st_runs, "p4_l2fwd_runs": st_l2_runs}
+                res["p4_l2fwd"]["runs"] += st_l2_runs
             p.free()
         check_p4_l2fwd(l2)
         l2.free()
@@ -359,6 +370,9 @@ def main() -> int:
                     help="also measure pppoe_up and lns_up as hand-written C over the same pipeline's ports, "
                          "tables, meters and counters (bsw_bench_hand_path.c): what the program's work on "
                          "those paths costs as straight-line code, a bound for another execution model")
+    ap.add_argument("--straight", action="store_true",
+                    help="also measure each role run by straight-line C generated from the spec "
+                         "(bng_switch/straight_codegen.py) instead of SWX")
     ap.add_argument("--mode", help=argparse.SUPPRESS)
     ap.add_argument("--json", help="also write the results here")
     args = ap.parse_args()
@@ -372,7 +386,7 @@ def main() -> int:
           f"({args.sessions} entries) at each size",
           flush=True)
     results = run_modes(__file__, args, ("sessions", "flows", "frame_sizes", "workers", "seconds", "runs", "roles",
-                                         "lookup", "policed", "hand_written"))
+                                         "lookup", "policed", "hand_written", "straight"))
     if results is None:
         return 1
     for by_size in results.values():
@@ -381,8 +395,10 @@ def main() -> int:
                 v["median_mpps"] = statistics.median(v["runs"])
                 if "p4_l2fwd_runs" in v:
                     v["p4_l2fwd_median_mpps"] = statistics.median(v["p4_l2fwd_runs"])
-                if "hand_written" in v:
-                    hw = v["hand_written"]
+                for extra in ("hand_written", "straight"):
+                    if extra not in v:
+                        continue
+                    hw = v[extra]
                     hw["median_mpps"] = statistics.median(hw["runs"])
                     hw["p4_l2fwd_median_mpps"] = statistics.median(hw["p4_l2fwd_runs"])
     for mode, by_size in results.items():
@@ -398,9 +414,11 @@ def main() -> int:
                     print(f"{role:<12}{r['avg_frame_b']:>8}{r['entries']:>9}{r['median_mpps']:>11.2f}"
                           f"{r['median_mpps'] / b:>13.2f}{r['p4_l2fwd_median_mpps']:>10.2f}"
                           f"{r['median_mpps'] / r['p4_l2fwd_median_mpps']:>11.2f}")
-                    if "hand_written" in r:
-                        hw = r["hand_written"]
-                        print(f"{' hand-written':<29}{hw['median_mpps']:>11.2f}{hw['median_mpps'] / b:>13.2f}"
+                    for extra in ("hand_written", "straight"):
+                        if extra not in r:
+                            continue
+                        hw = r[extra]
+                        print(f"{' ' + extra.replace('_', '-'):<29}{hw['median_mpps']:>11.2f}{hw['median_mpps'] / b:>13.2f}"
                               f"{hw['p4_l2fwd_median_mpps']:>10.2f}"
                               f"{hw['median_mpps'] / hw['p4_l2fwd_median_mpps']:>11.2f}")
     if args.json:

@@ -30,6 +30,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("tests", nargs="*", help="PTF test names (module.Class); default: all")
     ap.add_argument("--pipeline-mode", default="compiled", choices=("compiled", "interpreted"))
+    ap.add_argument("--execution", default="swx", choices=("swx", "straight"),
+                    help="how the switch runs the program (its config key execution)")
     args = ap.parse_args()
     build = BUILD / "bng"
     if not (build / "bng.device_config.json").exists():
@@ -47,12 +49,17 @@ def main() -> int:
             ports.append({"id": n, "type": "libpcap", "iface": a})
             ifaces += ["--interface", f"{n}@{b}"]
         tmp = Path(tempfile.mkdtemp(prefix="bng-ptf-"))
-        sw = SwitchProcess(tmp, f"ptf{lab.tag}", ports, pipeline_mode=args.pipeline_mode).start()
+        sw = SwitchProcess(tmp, f"ptf{lab.tag}", ports, pipeline_mode=args.pipeline_mode,
+                           execution=args.execution).start()
         c = P4RuntimeClient(sw.address, election_id=(0, 1))
         c.connect()
         c.set_pipeline(P4RuntimeClient.load_p4info(str(build / "bng.p4info.txtpb")),
                        (build / "bng.device_config.json").read_bytes())
         c.close()
+        if args.execution == "straight" and "runs as straight-line code" not in sw.log():
+            print(sw.log()[-3000:])
+            print("the switch did not run the program as straight-line code")
+            return 1
         params = f"grpc_addr='{sw.address}';build_dir='{build}'"
         cmd = [str(Path(sys.executable).parent / "ptf"), "--test-dir", str(ROOT / "ptf-tests"),
                "--test-params", params, "--log-file", str(tmp / "ptf.log"),

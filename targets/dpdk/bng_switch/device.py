@@ -214,15 +214,33 @@ class Device:
             pipeline = self.lib.pipeline_build(spec_path, cfg.work_dir, cfg.dpdk_include, iospecs,
                                                cfg.pipeline_mode)
             log.info("pipeline built (%s), %d instance(s)", pipeline.mode, len(iospecs))
+            try:
+                pc.pmap.bind(pipeline)
+                pipeline.table_lookup_set(cfg.table_lookup == "one-step")
+                if cfg.execution == "straight":
+                    self._load_straight(pipeline, spec_path)
+            except Exception:
+                pipeline.free()
+                raise
         try:
-            pc.pmap.bind(pipeline)
-            pipeline.table_lookup_set(cfg.table_lookup == "one-step")
             pipeline.cpu_port_config(cpu_ring_prefix(cfg.name), MEMPOOL)
             self._set_port_directions(pipeline, pc)
         except Exception:
             pipeline.free()
             raise
         return pipeline
+
+    def _load_straight(self, pipeline: libbsw.Pipeline, spec_path: str) -> None:
+        """execution: straight. A program the generator does not handle, or
+        a build that fails, runs on SWX instead, with a warning."""
+        from .straight_codegen import StraightError, build
+        try:
+            lib_path = build(spec_path, self.config.work_dir, self.config.dpdk_include)
+            pipeline.straight_load(lib_path)
+        except (StraightError, libbsw.BswError) as e:
+            log.warning("execution straight: %s; the program runs on SWX", e)
+            return
+        log.info("the program runs as straight-line code (%s)", lib_path)
 
     def _set_port_directions(self, pipeline: libbsw.Pipeline, pc: PipelineConfig) -> None:
         """p4c-dpdk reads PNA's istd.direction from the register array

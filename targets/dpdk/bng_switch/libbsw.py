@@ -401,6 +401,11 @@ class Pipeline:
                    len(checkpoints), out)
         return list(out)
 
+    def straight_load(self, lib_path: str) -> None:
+        """Workers started from now on run the program as the straight-line
+        code in lib_path (straight_codegen.build), instead of SWX."""
+        self._call("bsw_straight_load", self.handle, lib_path.encode())
+
     def bench_hand_path(self, role: str, port: int) -> None:
         """Workers started from now on run the hand-written path of `role`
         (pppoe_up or lns_up) polling `port`, instead of the pipeline; ""

@@ -99,6 +99,10 @@ class SwitchConfig:
     # and serves another packet between stages (bsw_table_lookup.c). One
     # step measured faster here with 40k sessions (make bench-bng --lookup).
     table_lookup: str = "one-step"
+    # How the workers run the program: straight (C generated from the spec
+    # as one function, straight_codegen.py; SWX if the generator does not
+    # handle the program or gcc fails) or swx (SWX's instruction groups).
+    execution: str = "straight"
 
     def eal_argv(self) -> list[str]:
         if self.eal_args:
@@ -186,6 +190,8 @@ class SwitchConfig:
                 raise ConfigError(f"port {p.id}: pcap needs rx_pcap")
         if self.pipeline_mode not in ("compiled", "interpreted", "compiled-only"):
             raise ConfigError(f"pipeline_mode {self.pipeline_mode!r}: compiled, interpreted or compiled-only")
+        if self.execution not in ("swx", "straight"):
+            raise ConfigError(f"execution {self.execution!r}: swx or straight")
         if self.table_lookup not in TABLE_LOOKUPS:
             raise ConfigError(f"table_lookup {self.table_lookup!r}: one of {TABLE_LOOKUPS}")
         if not 1 <= self.workers <= 16:

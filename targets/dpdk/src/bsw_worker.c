@@ -54,6 +54,12 @@ rx_total(struct rte_swx_pipeline *p, uint32_t n_ports_in)
 	return sum;
 }
 
+static void
+rx_backoff_reset(void *arg)
+{
+	bsw_rx_backoff_reset(arg);
+}
+
 static int
 worker_main(void *arg)
 {
@@ -67,6 +73,16 @@ worker_main(void *arg)
 	if (w->nice && setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), w->nice))
 		RTE_LOG(WARNING, USER1, "bsw: worker on lcore %u: nice %d: %s\n", w->lcore_id, w->nice,
 			strerror(errno));
+	if (w->straight_run) {
+		struct bsw_straight_env env = {
+			.stop = &w->stop, .epoch = &w->epoch, .idle = &w->idle, .idle_us = w->idle_us,
+			.rx_reset = rx_backoff_reset, .rx_reset_arg = w->rx_backoff,
+		};
+
+		w->straight_run(w->p, &env);
+		__atomic_store_n(&w->running, 0, __ATOMIC_RELEASE);
+		return 0;
+	}
 	if (w->hand_path) {
 		/* bench_bng.py --hand-written: a hand-written path instead */
 		bsw_hand_path_run(w);

@@ -1,0 +1,777 @@
+"""Straight-line C from an SWX spec: the whole apply block as one function.
+
+SWX runs a program as instruction groups over per-thread state in memory
+(header pointers, validity bits, metadata, all in `struct thread`). This
+generator writes the same program as one C function per pipeline instead:
+header pointers, validity bits and metadata fields are locals that gcc can
+keep in registers, jumps are gotos, each table's actions are inlined at its
+lookup, and the deparser writes the emitted headers in front of the payload.
+The worker calls it in place of rte_swx_pipeline_run(), over the same
+pipeline's ports, tables (through their lookup functions and
+p->table_state, so the table manager's updates apply), register and meter
+arrays. Semantics follow DPDK 22.11's instructions (rte_swx_pipeline_
+internal.h); the generated code checks at load time that the pipeline's
+ids and layouts are the ones it was generated for.
+
+Only the instructions p4c-dpdk emits for the programs here are handled; any
+other is refused with its line, so a program that needs more fails at
+generation, not at run time.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+
+class StraightError(ValueError):
+    pass
+
+
+@dataclass
+class Field:
+    name: str
+    bits: int
+    offset: int        # bytes
+
+
+@dataclass
+class Struct:
+    name: str
+    fields: list[Field]
+
+    @property
+    def size(self) -> int:
+        return sum(f.bits for f in self.fields) // 8
+
+    def field(self, name: str) -> Field:
+        for f in self.fields:
+            if f.name == name:
+                return f
+        raise StraightError(f"struct {self.name} has no field {name}")
+
+
+@dataclass
+class Table:
+    name: str
+    keys: list[str]
+    actions: list[str]
+
+
+@dataclass
+class Program:
+    structs: dict[str, Struct] = field(default_factory=dict)
+    headers: dict[str, Struct] = field(default_factory=dict)       # in declaration order
+    meta: Struct | None = None
+    regarrays: list[str] = field(default_factory=list)
+    metarrays: list[str] = field(default_factory=list)
+    actions: dict[str, tuple[Struct | None, list[str]]] = field(default_factory=dict)
+    tables: dict[str, Table] = field(default_factory=dict)
+    apply: list[str] = field(default_factory=list)
+
+
+def parse(text: str) -> Program:
+    prog = Program()
+    lines = [ln.split(";")[0].rstrip() for ln in text.splitlines()]
+    i = 0
+    while i < len(lines):
+        ln = lines[i].strip()
+        i += 1
+        if not ln:
+            continue
+        tok = ln.split()
+        if tok[0] == "struct":
+            fields, off = [], 0
+            while lines[i].strip() != "}":
+                ty, name = lines[i].split()
+                m = re.fullmatch(r"bit<(\d+)>", ty)
+                if not m or int(m.group(1)) % 8:
+                    raise StraightError(f"struct {tok[1]}: field {name} of type {ty}")
+                bits = int(m.group(1))
+                fields.append(Field(name, bits, off))
+                off += bits // 8
+                i += 1
+            i += 1
+            prog.structs[tok[1]] = Struct(tok[1], fields)
+        elif tok[0] == "header":
+            prog.headers[tok[1]] = prog.structs[tok[3]]
+        elif tok[0] == "metadata":
+            prog.meta = prog.structs[tok[2]]
+        elif tok[0] == "regarray":
+            prog.regarrays.append(tok[1])
+        elif tok[0] == "metarray":
+            prog.metarrays.append(tok[1])
+        elif tok[0] == "action":
+            args = None if tok[3] == "none" else prog.structs[tok[4]]
+            body = []
+            while lines[i].strip() != "}":
+                body.append(lines[i].strip())
+                i += 1
+            i += 1
+            prog.actions[tok[1]] = (args, body)
+        elif tok[0] in ("table", "learner", "selector"):
+            if tok[0] != "table":
+                raise StraightError(f"{tok[0]} {tok[1]}: not handled")
+            keys, acts, depth, section = [], [], 1, None
+            while depth:
+                s = lines[i].strip()
+                i += 1
+                if s.endswith("{"):
+                    section = s.split()[0]
+                    depth += 1
+                elif s == "}":
+                    depth -= 1
+                    section = None
+                elif section == "key":
+                    keys.append(s.split()[0])
+                elif section == "actions":
+                    acts.append(s.split()[0])
+            prog.tables[tok[1]] = Table(tok[1], keys, acts)
+        elif tok[0] == "apply":
+            while lines[i].strip() != "}":
+                if lines[i].strip():
+                    prog.apply.append(lines[i].strip())
+                i += 1
+            i += 1
+        else:
+            raise StraightError(f"spec line not handled: {ln}")
+    if prog.meta is None:
+        raise StraightError("no metadata")
+    return prog
+
+
+def _ident(s: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_]", "_", s)
+
+
+class Gen:
+    """C for one program. Operands: h.HDR.FIELD (network byte order in the
+    header's bytes), h.HDR (a whole header, checksums only), m.FIELD (a
+    local, host order), t.FIELD (the action's data, host order), immediates."""
+
+    def __init__(self, prog: Program):
+        self.p = prog
+        self.hid = {h: n for n, h in enumerate(prog.headers)}
+        if len(self.hid) > 64:
+            raise StraightError("more than 64 headers")
+        self.tid = {t: n for n, t in enumerate(prog.tables)}
+        self.aid = {a: n for n, a in enumerate(prog.actions)}
+        self.rid = {r: n for n, r in enumerate(prog.regarrays)}
+        self.mid = {m: n for n, m in enumerate(prog.metarrays)}
+        self.uniq = 0
+        self.args: Struct | None = None      # the action being inlined
+        self.out: list[str] = []
+
+    # ---- operands ----
+    def _hfield(self, op: str) -> tuple[str, Field]:
+        _, h, f = op.split(".", 2)
+        return h, self.p.headers[h].field(f)
+
+    def width(self, op: str) -> int:
+        if op.startswith("h."):
+            return self._hfield(op)[1].bits
+        if op.startswith("m."):
+            return self.p.meta.field(op[2:]).bits
+        if op.startswith("t."):
+            return self.args.field(op[2:]).bits
+        return 64
+
+    def read(self, op: str) -> str:
+        if op.startswith("h."):
+            h, f = self._hfield(op)
+            return f"ld_be(h_{_ident(h)} + {f.offset}, {f.bits // 8})"
+        if op.startswith("m."):
+            self.p.meta.field(op[2:])
+            return f"m_{_ident(op[2:])}"
+        if op.startswith("t."):
+            if self.args is None:
+                raise StraightError(f"{op} outside an action")
+            f = self.args.field(op[2:])
+            return f"ld_le(ad + {f.offset}, {f.bits // 8})"
+        return f"{int(op, 0)}ULL"
+
+    def write(self, op: str, expr: str) -> str:
+        w = self.width(op)
+        mask = "" if w == 64 else f" & {(1 << w) - 1:#x}ULL"
+        if op.startswith("h."):
+            h, f = self._hfield(op)
+            return f"st_be(h_{_ident(h)} + {f.offset}, {f.bits // 8}, ({expr}));"
+        if op.startswith("m."):
+            return f"m_{_ident(op[2:])} = ({expr}){mask};"
+        raise StraightError(f"cannot write {op}")
+
+    def hdr(self, op: str) -> tuple[str, int]:
+        name = op[2:]
+        return _ident(name), self.hid[name]
+
+    # ---- instructions ----
+    def instr(self, line: str, label_prefix: str, end_label: str | None) -> list[str]:
+        lab = ""
+        m = re.match(r"^(\w+)\s*:\s+(.*)$", line)
+        if m:
+            lab, line = m.group(1), m.group(2)
+        tok = line.split()
+        op, a = tok[0], tok[1:]
+        c: list[str] = [f"{label_prefix}{lab}: ;"] if lab else []
+        alu = {"add": "+", "sub": "-", "and": "&", "or": "|", "xor": "^", "shl": "<<", "shr": ">>"}
+        cmp = {"jmpeq": "==", "jmpneq": "!=", "jmpgt": ">", "jmplt": "<"}
+        if op == "mov":
+            c.append(self.write(a[0], self.read(a[1])))
+        elif op in alu:
+            c.append(self.write(a[0], f"{self.read(a[0])} {alu[op]} {self.read(a[1])}"))
+        elif op == "jmp":
+            c.append(f"goto {label_prefix}{a[0]};")
+        elif op in cmp:
+            c.append(f"if ({self.read(a[1])} {cmp[op]} {self.read(a[2])}) goto {label_prefix}{a[0]};")
+        elif op in ("jmpv", "jmpnv"):
+            _, n = self.hdr(a[1])
+            neg = "!" if op == "jmpnv" else ""
+            c.append(f"if ({neg}(valid & (1ULL << {n}))) goto {label_prefix}{a[0]};")
+        elif op in ("jmph", "jmpnh"):
+            c.append(f"if ({'!' if op == 'jmpnh' else ''}hit) goto {label_prefix}{a[0]};")
+        elif op in ("jmpa", "jmpna"):
+            c.append(f"if (action_id {'==' if op == 'jmpa' else '!='} {self.aid[a[1]]}) goto {label_prefix}{a[0]};")
+        elif op == "extract":
+            h, n = self.hdr(a[0])
+            c.append(f"h_{h} = ptr; ptr += {self.p.headers[a[0][2:]].size}; valid |= 1ULL << {n};")
+        elif op == "lookahead":
+            h, n = self.hdr(a[0])
+            c.append(f"h_{h} = ptr; valid |= 1ULL << {n};")
+        elif op == "validate":
+            h, n = self.hdr(a[0])
+            c.append(f"if (!(valid & (1ULL << {n}))) {{ h_{h} = hs[{n}]; valid |= 1ULL << {n}; }}")
+        elif op == "invalidate":
+            _, n = self.hdr(a[0])
+            c.append(f"valid &= ~(1ULL << {n});")
+        elif op == "emit":
+            h, n = self.hdr(a[0])
+            c.append(f"if (valid & (1ULL << {n})) {{ out_ptr[n_out] = h_{h}; "
+                     f"out_len[n_out++] = {self.p.headers[a[0][2:]].size}; }}")
+        elif op == "tx":
+            c.append(f"tx_port = {self.read(a[0])}; goto tx;")
+        elif op == "drop":
+            c.append("goto drop;")
+        elif op == "return":
+            if end_label is None:
+                raise StraightError("return outside an action")
+            c.append(f"goto {end_label};")
+        elif op == "rx":
+            c.append(self.write(a[0], "in_port"))
+        elif op == "regrd":
+            r = self.rid[a[1]]
+            c.append(self.write(a[0], f"REG({r}, {self.read(a[2])})"))
+        elif op == "regadd":
+            r = self.rid[a[0]]
+            c.append(f"REG({r}, {self.read(a[1])}) += {self.read(a[2])};")
+        elif op == "regwr":
+            r = self.rid[a[0]]
+            c.append(f"REG({r}, {self.read(a[1])}) = {self.read(a[2])};")
+        elif op == "meter":
+            mid = self.mid[a[0]]
+            c.append(self.write(a[4], f"meter_exec(p, {mid}, {self.read(a[1])}, (uint32_t)({self.read(a[2])}), "
+                                      f"(enum rte_color)({self.read(a[3])}))"))
+        elif op in ("ckadd", "cksub"):
+            if not a[0].startswith("h.") or a[0].count(".") != 2 or self.width(a[0]) != 16:
+                raise StraightError(f"{line}: a 16-bit header field is the checksum")
+            dh, df = self._hfield(a[0])
+            dst = f"h_{_ident(dh)} + {df.offset}"
+            if a[1].count(".") == 1:           # a whole header
+                if op != "ckadd":
+                    raise StraightError(line)
+                h, _ = self.hdr(a[1])
+                size = self.p.headers[a[1][2:]].size
+                if size != 20:
+                    raise StraightError(f"{line}: only 20-byte headers are summed whole")
+                c.append(f"ck_add_hdr20({dst}, h_{h});")
+            elif a[1].startswith("h."):
+                sh, sf = self._hfield(a[1])
+                c.append(f"ck_{op[2:]}_field({dst}, h_{_ident(sh)} + {sf.offset}, {sf.bits});")
+            else:
+                raise StraightError(f"{line}: checksum of a non-header operand")
+        elif op == "entryid":
+            c.append(self.write(a[0], "entry_id"))
+        elif op == "table":
+            c += self.table(a[0], label_prefix)
+        else:
+            raise StraightError(f"instruction not handled: {line}")
+        return c
+
+    def table(self, name: str, label_prefix: str) -> list[str]:
+        t = self.p.tables[name]
+        tid = self.tid[name]
+        c = []
+        if t.keys and all(k.startswith("m.") for k in t.keys):
+            for k in t.keys:
+                f = self.p.meta.field(k[2:])
+                c.append(f"st_le(kb + {f.offset}, {f.bits // 8}, m_{_ident(k[2:])});")
+            c.append("keyp = kb;")
+        elif t.keys and all(k.startswith("h.") for k in t.keys):
+            hs = {k.split(".")[1] for k in t.keys}
+            if len(hs) != 1:
+                raise StraightError(f"table {name}: key from more than one header")
+            c.append(f"keyp = h_{_ident(hs.pop())};")
+        elif t.keys:
+            raise StraightError(f"table {name}: key from headers and metadata")
+        c.append(f"LOOKUP({tid});")
+        self.uniq += 1
+        end = f"{label_prefix}ACT_END_{self.uniq}"
+        c.append("switch (action_id) {")
+        for an in t.actions:
+            args, body = self.p.actions[an]
+            c.append(f"case {self.aid[an]}: {{")
+            saved, self.args = self.args, args
+            pre = f"{label_prefix}A{self.uniq}_{_ident(an)}_"
+            for ln in body:
+                c += ["\t" + x for x in self.instr(ln, pre, end)]
+            self.args = saved
+            c.append(f"goto {end}; }}")
+        c.append("default: break; }")
+        c.append(f"{end}: ;")
+        return c
+
+    def generate(self) -> str:
+        p = self.p
+        meta_size = p.meta.size
+        hmax = max(s.size for s in p.headers.values())
+        body = []
+        for ln in p.apply:
+            body += self.instr(ln, "L_", None)
+        decl_h = "\n".join(f"\t\tuint8_t *h_{_ident(h)} = hs[{n}];" for h, n in self.hid.items())
+        decl_m = "\n".join(f"\t\tuint64_t m_{_ident(f.name)} = 0;" for f in p.meta.fields)
+        names = lambda xs: ", ".join(f'"{x}"' for x in xs)  # noqa: E731
+        hsizes = ", ".join(str(s.size) for s in p.headers.values())
+        return TEMPLATE.format(
+            n_headers=len(self.hid), hmax=hmax, meta_size=meta_size,
+            table_names=names(p.tables) or '""', n_tables=len(p.tables),
+            action_names=names(p.actions) or '""', n_actions=len(p.actions),
+            reg_names=names(p.regarrays) or '""', n_regs=len(p.regarrays),
+            met_names=names(p.metarrays) or '""', n_mets=len(p.metarrays),
+            header_names=names(p.headers), header_sizes=hsizes,
+            decl_h=decl_h, decl_m=decl_m, body="\n".join("\t\t" + x for x in body))
+
+
+def generate(spec_text: str) -> str:
+    """The C source for the spec's program (see the module's docstring)."""
+    return Gen(parse(spec_text)).generate()
+
+
+TEMPLATE = r"""/* Generated by bng_switch/straight_codegen.py from an SWX spec: do not edit. */
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <rte_byteorder.h>
+#include <rte_cycles.h>
+#include <rte_meter.h>
+
+#include "rte_swx_pipeline_internal.h"
+
+#define N_HEADERS {n_headers}
+#define HMAX {hmax}
+#define META_SIZE {meta_size}
+#define BATCH 256
+#define FLUSH_EVERY 64
+
+static const char *const table_names[] = {{ {table_names} }};
+static const char *const action_names[] = {{ {action_names} }};
+static const char *const reg_names[] = {{ {reg_names} }};
+static const char *const met_names[] = {{ {met_names} }};
+static const char *const header_names[] = {{ {header_names} }};
+static const uint32_t header_sizes[] = {{ {header_sizes} }};
+
+/* Field loads and stores at their own widths (n is a constant at every
+ * call): no 8-byte access that straddles narrower ones, which a CPU cannot
+ * forward from a store and waits for. */
+static __rte_always_inline uint16_t
+u16(const uint8_t *b)
+{{
+	uint16_t v;
+
+	memcpy(&v, b, 2);
+	return v;
+}}
+
+static __rte_always_inline uint32_t
+u32(const uint8_t *b)
+{{
+	uint32_t v;
+
+	memcpy(&v, b, 4);
+	return v;
+}}
+
+static __rte_always_inline uint64_t
+u64(const uint8_t *b)
+{{
+	uint64_t v;
+
+	memcpy(&v, b, 8);
+	return v;
+}}
+
+static __rte_always_inline uint64_t
+ld_be(const uint8_t *b, uint32_t n)
+{{
+	switch (n) {{
+	case 1: return b[0];
+	case 2: return rte_be_to_cpu_16(u16(b));
+	case 3: return (uint64_t)rte_be_to_cpu_16(u16(b)) << 8 | b[2];
+	case 4: return rte_be_to_cpu_32(u32(b));
+	case 6: return (uint64_t)rte_be_to_cpu_16(u16(b)) << 32 | rte_be_to_cpu_32(u32(b + 2));
+	case 8: return rte_be_to_cpu_64(u64(b));
+	default: {{
+		uint64_t v = 0;
+		uint32_t i;
+
+		for (i = 0; i < n; i++)
+			v = v << 8 | b[i];
+		return v;
+	}}
+	}}
+}}
+
+static __rte_always_inline void
+st_be(uint8_t *b, uint32_t n, uint64_t v)
+{{
+	uint16_t x16;
+	uint32_t x32;
+
+	switch (n) {{
+	case 1: b[0] = (uint8_t)v; return;
+	case 2: x16 = rte_cpu_to_be_16((uint16_t)v); memcpy(b, &x16, 2); return;
+	case 4: x32 = rte_cpu_to_be_32((uint32_t)v); memcpy(b, &x32, 4); return;
+	case 6:
+		x16 = rte_cpu_to_be_16((uint16_t)(v >> 32));
+		x32 = rte_cpu_to_be_32((uint32_t)v);
+		memcpy(b, &x16, 2);
+		memcpy(b + 2, &x32, 4);
+		return;
+	case 8: v = rte_cpu_to_be_64(v); memcpy(b, &v, 8); return;
+	default: {{
+		uint32_t i;
+
+		for (i = n; i-- > 0; v >>= 8)
+			b[i] = (uint8_t)v;
+	}}
+	}}
+}}
+
+static __rte_always_inline uint64_t
+ld_le(const uint8_t *b, uint32_t n)
+{{
+	switch (n) {{
+	case 1: return b[0];
+	case 2: return u16(b);
+	case 4: return u32(b);
+	case 6: return (uint64_t)u16(b + 4) << 32 | u32(b);
+	case 8: return u64(b);
+	default: {{
+		uint64_t v = 0;
+		uint32_t i;
+
+		for (i = n; i-- > 0; )
+			v = v << 8 | b[i];
+		return v;
+	}}
+	}}
+}}
+
+static __rte_always_inline void
+st_le(uint8_t *b, uint32_t n, uint64_t v)
+{{
+	uint16_t x16;
+	uint32_t x32;
+
+	switch (n) {{
+	case 1: b[0] = (uint8_t)v; return;
+	case 2: x16 = (uint16_t)v; memcpy(b, &x16, 2); return;
+	case 4: x32 = (uint32_t)v; memcpy(b, &x32, 4); return;
+	case 6:
+		x32 = (uint32_t)v;
+		x16 = (uint16_t)(v >> 32);
+		memcpy(b, &x32, 4);
+		memcpy(b + 4, &x16, 2);
+		return;
+	default: memcpy(b, &v, n); return;
+	}}
+}}
+
+/* DPDK 22.11's ckadd/cksub of a field and ckadd of a 20-byte header, on the
+ * raw (little-endian loaded) bytes, as its instructions do. */
+static __rte_always_inline uint16_t
+ck_fold(uint64_t r)
+{{
+	r = (r & 0xFFFF) + (r >> 16);
+	r = (r & 0xFFFF) + (r >> 16);
+	r = (r & 0xFFFF) + (r >> 16);
+	r = ~r & 0xFFFF;
+	return (uint16_t)(r ? r : 0xFFFF);
+}}
+
+static __rte_always_inline void
+ck_add_field(uint8_t *dst, const uint8_t *src, uint32_t bits)
+{{
+	uint16_t d;
+	uint64_t s = ld_le(src, bits / 8), r;
+
+	memcpy(&d, dst, 2);
+	r = ~(uint64_t)d & 0xFFFF;
+	r += (s >> 32) + (s & 0xFFFFFFFF);
+	d = ck_fold(r);
+	memcpy(dst, &d, 2);
+}}
+
+static __rte_always_inline void
+ck_sub_field(uint8_t *dst, const uint8_t *src, uint32_t bits)
+{{
+	uint16_t d;
+	uint64_t s = ld_le(src, bits / 8), r;
+
+	memcpy(&d, dst, 2);
+	r = ~(uint64_t)d & 0xFFFF;
+	r += 0xFFFF00000ULL;
+	r -= (s >> 32) + (s & 0xFFFFFFFF);
+	d = ck_fold(r);
+	memcpy(dst, &d, 2);
+}}
+
+static __rte_always_inline void
+ck_add_hdr20(uint8_t *dst, const uint8_t *h)
+{{
+	uint16_t d;
+	uint32_t w[5];
+	uint64_t r;
+
+	memcpy(&d, dst, 2);
+	memcpy(w, h, 20);
+	r = ~(uint64_t)d & 0xFFFF;
+	r += (uint64_t)w[0] + w[1] + w[2] + w[3] + w[4];
+	d = ck_fold(r);
+	memcpy(dst, &d, 2);
+}}
+
+/* The switch's meter instruction (bsw_swx_exact_access.h): a meter never
+ * set is GREEN without the trTCM check. */
+static __rte_always_inline uint64_t
+meter_exec(struct rte_swx_pipeline *p, uint32_t id, uint64_t idx, uint32_t length, enum rte_color color_in)
+{{
+	struct metarray_runtime *r = &p->metarray_runtime[id];
+	struct meter *m = &r->metarray[idx & r->size_mask];
+	enum rte_color color_out = RTE_COLOR_GREEN;
+	enum rte_color mask = __atomic_load_n(&m->color_mask, __ATOMIC_RELAXED);
+
+	if (mask != RTE_COLOR_GREEN) {{
+		struct meter_profile *mp = __atomic_load_n(&m->profile, __ATOMIC_RELAXED);
+
+		if (mp != NULL) {{
+			color_out = rte_meter_trtcm_color_aware_check(&m->m, &mp->profile, rte_get_tsc_cycles(),
+								      length, color_in);
+			color_out &= mask;
+		}}
+	}}
+	m->n_pkts[color_out]++;
+	m->n_bytes[color_out] += length;
+	return color_out;
+}}
+
+#define REG(id, idx) (p->regarray_runtime[id].regarray[(idx) & p->regarray_runtime[id].size_mask])
+
+#define LOOKUP(id) do {{ \
+		struct table_runtime *tr_ = &p->threads[0].tables[id]; \
+		struct rte_swx_table_state *ts_ = &p->table_state[id]; \
+		size_t entry_id_; \
+		while (!tr_->func(ts_->obj, tr_->mailbox, &keyp, &action_id, &ad, &entry_id_, &hit)) \
+			; \
+		entry_id = hit ? 1 + entry_id_ : 0; \
+		if (!hit) {{ \
+			action_id = ts_->default_action_id; \
+			ad = ts_->default_action_data; \
+		}} \
+	}} while (0)
+
+/* 0 if the pipeline is the one this code was generated for. */
+int
+bsw_straight_check(struct rte_swx_pipeline *p, char *err, size_t err_size)
+{{
+	struct table *t;
+	struct action *a;
+	struct regarray *r;
+	struct metarray *m;
+	struct header *h;
+
+	if (p->n_tables != {n_tables} || p->n_actions != {n_actions} || p->n_regarrays != {n_regs}
+	    || p->n_metarrays != {n_mets} || p->n_headers != N_HEADERS || p->n_selectors || p->n_learners
+	    || p->metadata_st->n_bits / 8 != META_SIZE) {{
+		snprintf(err, err_size, "the pipeline's tables, actions, arrays, headers or metadata differ");
+		return -1;
+	}}
+	TAILQ_FOREACH(t, &p->tables, node)
+		if (strcmp(t->name, table_names[t->id])) {{
+			snprintf(err, err_size, "table %u is %s, not %s", t->id, t->name, table_names[t->id]);
+			return -1;
+		}}
+	TAILQ_FOREACH(a, &p->actions, node) {{
+		uint32_t i;
+
+		if (strcmp(a->name, action_names[a->id])) {{
+			snprintf(err, err_size, "action %u is %s, not %s", a->id, a->name, action_names[a->id]);
+			return -1;
+		}}
+		for (i = 0; a->st && i < a->st->n_fields; i++)
+			if (a->args_endianness[i]) {{
+				snprintf(err, err_size, "action %s keeps an argument in network order", a->name);
+				return -1;
+			}}
+	}}
+	TAILQ_FOREACH(r, &p->regarrays, node)
+		if (strcmp(r->name, reg_names[r->id])) {{
+			snprintf(err, err_size, "register array %u is %s", r->id, r->name);
+			return -1;
+		}}
+	TAILQ_FOREACH(m, &p->metarrays, node)
+		if (strcmp(m->name, met_names[m->id])) {{
+			snprintf(err, err_size, "meter array %u is %s", m->id, m->name);
+			return -1;
+		}}
+	TAILQ_FOREACH(h, &p->headers, node)
+		if (strcmp(h->name, header_names[h->id]) || h->st->n_bits / 8 != header_sizes[h->id]) {{
+			snprintf(err, err_size, "header %u is %s", h->id, h->name);
+			return -1;
+		}}
+	return 0;
+}}
+
+/* As bsw_internal.h declares it. */
+struct bsw_straight_env {{
+	volatile uint32_t *stop;
+	volatile uint64_t *epoch;
+	volatile uint32_t *idle;
+	uint32_t idle_us;
+	void (*rx_reset)(void *arg);
+	void *rx_reset_arg;
+}};
+
+void
+bsw_straight_run(struct rte_swx_pipeline *p, const struct bsw_straight_env *env)
+{{
+	uint8_t hs[N_HEADERS][HMAX] __rte_aligned(8);
+	uint8_t kb[META_SIZE + 8] __rte_aligned(8);
+	uint8_t tmp[N_HEADERS * HMAX];
+	uint32_t port_next = 0, n = 0, i, k, batch = BATCH, empty = 0, sleep_us = 1;
+
+	memset(hs, 0, sizeof(hs));
+	memset(kb, 0, sizeof(kb));
+	while (!__atomic_load_n(env->stop, __ATOMIC_ACQUIRE)) {{
+	uint32_t got = 0;
+
+	for (k = 0; k < batch; k++) {{
+		struct rte_swx_pkt pkt;
+		uint32_t in_port = port_next;
+		uint64_t valid = 0, action_id = 0, tx_port = 0, entry_id = 0;
+		uint8_t *ptr, *end, *ad = NULL, *keyp = kb;
+		uint8_t *out_ptr[N_HEADERS];
+		uint32_t out_len[N_HEADERS], n_out = 0;
+		int hit = 0;
+{decl_h}
+{decl_m}
+
+		port_next = (port_next + 1) & (p->n_ports_in - 1);
+		if (!p->in[in_port].pkt_rx(p->in[in_port].obj, &pkt))
+			continue;
+		got++;
+		ptr = &pkt.pkt[pkt.offset];
+		end = ptr + pkt.length;
+{body}
+		goto drop;	/* the program ended without tx */
+tx:
+		{{
+			/* The emitted headers go in front of the payload (at ptr).
+			 * Those at the end already in place (decapsulation, no
+			 * change) stay; one header before them is moved; more go
+			 * through a scratch buffer, as their sources and
+			 * destinations may overlap. */
+			uint32_t total = 0, j, n_moved, o;
+			uint8_t *run = ptr;
+
+			for (j = n_out; j > 0 && out_ptr[j - 1] == run - out_len[j - 1]; j--)
+				run -= out_len[j - 1];
+			n_moved = j;
+			total = (uint32_t)(ptr - run);
+			for (j = 0, o = 0; j < n_moved; j++)
+				o += out_len[j];
+			total += o;
+			if (n_moved == 1)
+				memmove(run - o, out_ptr[0], o);
+			else if (n_moved > 1) {{
+				o = 0;
+				for (j = 0; j < n_moved; j++) {{
+					memcpy(&tmp[o], out_ptr[j], out_len[j]);
+					o += out_len[j];
+				}}
+				memcpy(run - o, tmp, o);
+			}}
+			pkt.offset = (uint32_t)(ptr - pkt.pkt) - total;
+			pkt.length = (uint32_t)(end - ptr) + total;
+			p->out[tx_port].pkt_tx(p->out[tx_port].obj, &pkt);
+			continue;
+		}}
+drop:
+		pkt.offset = (uint32_t)(ptr - pkt.pkt);
+		pkt.length = (uint32_t)(end - ptr);
+		p->out[p->n_ports_out - 1].pkt_tx(p->out[p->n_ports_out - 1].obj, &pkt);
+	}}
+	__atomic_fetch_add(env->epoch, 1, __ATOMIC_SEQ_CST);
+	if (++n % FLUSH_EVERY == 0 || !got)
+		for (i = 0; i < p->n_ports_out; i++)
+			if (p->out[i].flush)
+				p->out[i].flush(p->out[i].obj);
+	if (got) {{
+		empty = 0;
+		batch = BATCH;
+		sleep_us = 1;
+		continue;
+	}}
+	if (!env->idle_us || ++empty < 8)
+		continue;
+	/* Idle, as bsw_worker.c's loop: nothing in flight, so the table
+	 * manager may treat this worker as quiescent while it sleeps; then a
+	 * probe of two receive tries per port. */
+	__atomic_store_n(env->idle, 1, __ATOMIC_SEQ_CST);
+	usleep(sleep_us);
+	__atomic_store_n(env->idle, 0, __ATOMIC_SEQ_CST);
+	if (env->rx_reset)
+		env->rx_reset(env->rx_reset_arg);
+	batch = 2 * p->n_ports_in;
+	if (sleep_us < env->idle_us)
+		sleep_us = sleep_us * 2 > env->idle_us ? env->idle_us : sleep_us * 2;
+	}}
+	for (i = 0; i < p->n_ports_out; i++)
+		if (p->out[i].flush)
+			p->out[i].flush(p->out[i].obj);
+}}
+"""
+
+
+def build(spec_path: str, work_dir: str, include_dir: str) -> str:
+    """Generates and compiles the straight-line library for spec_path in
+    work_dir (as the switch compiles SWX's generated code); its path."""
+    import hashlib
+    import os
+    import subprocess
+    from pathlib import Path
+    text = Path(spec_path).read_text()
+    code = generate(text)
+    h = hashlib.sha256(code.encode()).hexdigest()[:16]
+    c_path = Path(work_dir) / f"straight-{h}.c"
+    lib = Path(work_dir) / f"straight-{h}.so"
+    if lib.exists():
+        return str(lib)
+    c_path.write_text(code)
+    cflags = subprocess.run(["pkg-config", "--cflags", "libdpdk"], capture_output=True, text=True,
+                            check=True).stdout.split()
+    tmp = f"{lib}.{os.getpid()}.tmp"
+    r = subprocess.run(["gcc", "-O3", "-fPIC", "-shared", "-Wno-deprecated-declarations", *cflags,
+                        "-I", include_dir, "-o", tmp, str(c_path)], capture_output=True, text=True)
+    if r.returncode:
+        raise StraightError(f"gcc failed on {c_path}:\n{r.stderr[-3000:]}")
+    os.replace(tmp, lib)
+    return str(lib)
