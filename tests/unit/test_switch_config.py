@@ -33,6 +33,7 @@ def test_libpcap_port_is_one_queue_pair_on_an_interface():
     ({"colour": "red"}, "switch config: unknown key colour"),
     ({"pipeline_mode": "fast"}, "pipeline_mode"),
     ({"table_lookup": "hashed"}, "table_lookup"),
+    ({"execution": "fast"}, "execution .fast.: swx or straight"),
     ({"workers": 2, "ports": [{"id": 1, "type": "libpcap", "iface": "x"}]}, "one worker"),
 ])
 def test_config_errors(raw, words):
