@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 
 
 class StraightError(ValueError):
@@ -159,7 +160,6 @@ class Gen:
         self.mid = {m: n for n, m in enumerate(prog.metarrays)}
         self.uniq = 0
         self.args: Struct | None = None      # the action being inlined
-        self.out: list[str] = []
 
     # ---- operands ----
     def _hfield(self, op: str) -> tuple[str, Field]:
@@ -346,7 +346,15 @@ class Gen:
             reg_names=names(p.regarrays) or '""', n_regs=len(p.regarrays),
             met_names=names(p.metarrays) or '""', n_mets=len(p.metarrays),
             header_names=names(p.headers), header_sizes=hsizes,
-            decl_h=decl_h, decl_m=decl_m, body="\n".join("\t\t" + x for x in body))
+            decl_h=decl_h, decl_m=decl_m, body="\n".join("\t\t" + x for x in body),
+            env_h=_switch_header("bsw_straight_env.h"), meter_h=_switch_header("bsw_swx_meter.h"))
+
+
+def _switch_header(name: str) -> str:
+    """A header of the switch's C sources (targets/dpdk/src), whose text the
+    generated code takes in, as it is compiled without the switch's sources
+    on its include path: one definition for libbsw and the generated code."""
+    return (Path(__file__).resolve().parent.parent / "src" / name).read_text()
 
 
 def generate(spec_text: str) -> str:
@@ -549,28 +557,13 @@ ck_add_hdr20(uint8_t *dst, const uint8_t *h)
 	memcpy(dst, &d, 2);
 }}
 
-/* The switch's meter instruction (bsw_swx_exact_access.h): a meter never
- * set is GREEN without the trTCM check. */
+{meter_h}
 static __rte_always_inline uint64_t
 meter_exec(struct rte_swx_pipeline *p, uint32_t id, uint64_t idx, uint32_t length, enum rte_color color_in)
 {{
 	struct metarray_runtime *r = &p->metarray_runtime[id];
-	struct meter *m = &r->metarray[idx & r->size_mask];
-	enum rte_color color_out = RTE_COLOR_GREEN;
-	enum rte_color mask = __atomic_load_n(&m->color_mask, __ATOMIC_RELAXED);
 
-	if (mask != RTE_COLOR_GREEN) {{
-		struct meter_profile *mp = __atomic_load_n(&m->profile, __ATOMIC_RELAXED);
-
-		if (mp != NULL) {{
-			color_out = rte_meter_trtcm_color_aware_check(&m->m, &mp->profile, rte_get_tsc_cycles(),
-								      length, color_in);
-			color_out &= mask;
-		}}
-	}}
-	m->n_pkts[color_out]++;
-	m->n_bytes[color_out] += length;
-	return color_out;
+	return bsw_meter_color(&r->metarray[idx & r->size_mask], length, color_in);
 }}
 
 #define REG(id, idx) (p->regarray_runtime[id].regarray[(idx) & p->regarray_runtime[id].size_mask])
@@ -640,16 +633,7 @@ bsw_straight_check(struct rte_swx_pipeline *p, char *err, size_t err_size)
 	return 0;
 }}
 
-/* As bsw_internal.h declares it. */
-struct bsw_straight_env {{
-	volatile uint32_t *stop;
-	volatile uint64_t *epoch;
-	volatile uint32_t *idle;
-	uint32_t idle_us;
-	void (*rx_reset)(void *arg);
-	void *rx_reset_arg;
-}};
-
+{env_h}
 void
 bsw_straight_run(struct rte_swx_pipeline *p, const struct bsw_straight_env *env)
 {{
@@ -757,7 +741,6 @@ def build(spec_path: str, work_dir: str, include_dir: str) -> str:
     import hashlib
     import os
     import subprocess
-    from pathlib import Path
     text = Path(spec_path).read_text()
     code = generate(text)
     h = hashlib.sha256(code.encode()).hexdigest()[:16]

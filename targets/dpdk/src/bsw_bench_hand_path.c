@@ -48,6 +48,7 @@
 
 #include "bsw_internal.h"
 #include "rte_swx_pipeline_internal.h"
+#include "bsw_swx_meter.h"
 
 /* Receive tries between two epochs; output flushes every FLUSH_EVERY. */
 #define BATCH 1024
@@ -270,7 +271,6 @@ route_up(struct bsw_hand_path *h, struct rte_swx_pipeline *p, struct rte_swx_pkt
 	 const uint8_t *frame_end, uint8_t *ip, uint64_t sess, uint32_t bytes)
 {
 	struct meter *m;
-	enum rte_color mask;
 	uint64_t aid, port, dmac, smac;
 	uint8_t *ad, *eth;
 	uint32_t hc;
@@ -292,16 +292,8 @@ route_up(struct bsw_hand_path *h, struct rte_swx_pipeline *p, struct rte_swx_pkt
 
 	/* the meter as the switch's meter instruction runs it */
 	m = &h->meter_up->metarray[sess & h->meter_up->size_mask];
-	mask = __atomic_load_n(&m->color_mask, __ATOMIC_RELAXED);
-	if (mask != RTE_COLOR_GREEN) {
-		struct meter_profile *mp = __atomic_load_n(&m->profile, __ATOMIC_RELAXED);
-
-		if (mp && (rte_meter_trtcm_color_aware_check(&m->m, &mp->profile, rte_get_tsc_cycles(),
-							      bytes, RTE_COLOR_GREEN) & mask) == RTE_COLOR_RED)
-			return 0;
-	}
-	m->n_pkts[RTE_COLOR_GREEN]++;
-	m->n_bytes[RTE_COLOR_GREEN] += bytes;
+	if (bsw_meter_color(m, bytes, RTE_COLOR_GREEN) == RTE_COLOR_RED)
+		return 0;
 	h->up_packets->regarray[sess & h->up_packets->size_mask]++;
 	h->up_bytes->regarray[sess & h->up_bytes->size_mask] += bytes;
 

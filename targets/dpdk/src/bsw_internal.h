@@ -14,13 +14,12 @@
 #include <rte_spinlock.h>
 
 #include "bsw.h"
+#include "bsw_straight_env.h"
 
 void bsw_set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* One worker's progress, read by the table manager to know when no packet can
  * still hold a table state that was just replaced. */
-struct bsw_straight_env;
-
 struct bsw_worker {
 	struct rte_swx_pipeline *p;
 	uint32_t lcore_id;
@@ -35,19 +34,6 @@ struct bsw_worker {
 	struct bsw_hand_path *hand_path;	/* set: runs it instead of the pipeline (bench only) */
 	/* set: the program as straight-line code (bsw_straight.c), run instead */
 	void (*straight_run)(struct rte_swx_pipeline *p, const struct bsw_straight_env *env);
-};
-
-/* What a straight-line run loop (straight_codegen.py's TEMPLATE declares the
- * same struct) gets from its worker: when to stop, its epoch and idle flag
- * (bsw_worker.c), how long it may sleep when idle (0: never), and the
- * receive back-off's reset before each probe while idle. */
-struct bsw_straight_env {
-	volatile uint32_t *stop;
-	volatile uint64_t *epoch;
-	volatile uint32_t *idle;
-	uint32_t idle_us;
-	void (*rx_reset)(void *arg);
-	void *rx_reset_arg;
 };
 
 typedef void (*bsw_straight_run_t)(struct rte_swx_pipeline *p, const struct bsw_straight_env *env);
