@@ -317,33 +317,31 @@ def run_child(args) -> dict:
                                                 args.sessions)
             if args.policed:
                 police_sessions(p, ro, role, args.sessions)
-            drops_before = drop_total(p, ro)
-            runs, l2_runs = paired_runs(l2, p, args)
-            check_forwarding(p, ro, role, flows, drops_before, f"{role} {size}")
-            res[role] = {"frame_size": size, "avg_frame_b": _avg([len(b) + 4 for b in pkts]), "runs": runs,
-                         "p4_l2fwd_runs": l2_runs, "entries": n_ops, "install_s": round(install_s, 1)}
-            res["p4_l2fwd"]["runs"] += l2_runs
+
+            def checked_runs(label: str) -> dict:
+                """args.runs of p beside l2 (paired_runs), refused unless p
+                forwarded every packet by its session (check_forwarding)."""
+                drops_before = drop_total(p, ro)
+                runs, l2_runs = paired_runs(l2, p, args)
+                check_forwarding(p, ro, role, flows, drops_before, label)
+                res["p4_l2fwd"]["runs"] += l2_runs
+                return {"runs": runs, "p4_l2fwd_runs": l2_runs}
+
+            res[role] = {"frame_size": size, "avg_frame_b": _avg([len(b) + 4 for b in pkts]),
+                         **checked_runs(f"{role} {size}"), "entries": n_ops, "install_s": round(install_s, 1)}
             if args.hand_written and role in HAND_WRITTEN:
                 # the same pipeline's ports, tables and counters, run by the
                 # hand-written path instead (bsw_bench_hand_path.c)
                 p.bench_hand_path(role, PORT)
-                drops_before = drop_total(p, ro)
-                hw_runs, hw_l2_runs = paired_runs(l2, p, args)
-                check_forwarding(p, ro, role, flows, drops_before, f"{role} {size} hand-written")
+                res[role]["hand_written"] = checked_runs(f"{role} {size} hand-written")
                 p.bench_hand_path("", PORT)
-                res[role]["hand_written"] = {"runs": hw_runs, "p4_l2fwd_runs": hw_l2_runs}
-                res["p4_l2fwd"]["runs"] += hw_l2_runs
             if args.straight:
                 # the same pipeline run by straight-line code generated from
                 # its spec (bng_switch/straight_codegen.py); last, as it
                 # cannot be unloaded
                 from bng_switch.straight_codegen import build as build_straight
                 p.straight_load(build_straight(str(prog.spec_path), str(work), cfg.dpdk_include))
-                drops_before = drop_total(p, ro)
-                st_runs, st_l2_runs = paired_runs(l2, p, args)
-                check_forwarding(p, ro, role, flows, drops_before, f"{role} {size} straight")
-                res[role]["straight"] = {"runs": st_runs, "p4_l2fwd_runs": st_l2_runs}
-                res["p4_l2fwd"]["runs"] += st_l2_runs
+                res[role]["straight"] = checked_runs(f"{role} {size} straight")
             p.free()
         check_p4_l2fwd(l2)
         l2.free()
