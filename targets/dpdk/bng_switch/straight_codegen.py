@@ -159,6 +159,10 @@ class Gen:
         self.rid = {r: n for n, r in enumerate(prog.regarrays)}
         self.mid = {m: n for n, m in enumerate(prog.metarrays)}
         self.uniq = 0
+        # Headers some instruction so far (in the listing's order, which is
+        # p4c's forward flow) wrote: a whole-header checksum of one of them
+        # sums its fields (ck_sum), of the others its words at once.
+        self.written: set[str] = set()
         self.args: Struct | None = None      # the action being inlined
 
     # ---- operands ----
@@ -213,6 +217,10 @@ class Gen:
         op, a = tok[0], tok[1:]
         c: list[str] = [f"{label_prefix}{lab}: ;"] if lab else []
         alu = {"add": "+", "sub": "-", "and": "&", "or": "|", "xor": "^", "shl": "<<", "shr": ">>"}
+        target, wrote = (a[4] if op == "meter" else a[0] if a else ""), ""
+        if op in alu or op in ("mov", "validate", "regrd", "rx", "entryid", "ckadd", "cksub", "meter"):
+            if target.startswith("h."):
+                wrote = target[2:].split(".")[0]
         cmp = {"jmpeq": "==", "jmpneq": "!=", "jmpgt": ">", "jmplt": "<"}
         if op == "mov":
             c.append(self.write(a[0], self.read(a[1])))
@@ -244,8 +252,7 @@ class Gen:
             c.append(f"valid &= ~(1ULL << {n});")
         elif op == "emit":
             h, n = self.hdr(a[0])
-            c.append(f"if (valid & (1ULL << {n})) {{ out_ptr[n_out] = h_{h}; "
-                     f"out_len[n_out++] = {self.p.headers[a[0][2:]].size}; }}")
+            c.append(f"emitted |= valid & (1ULL << {n});")
         elif op == "tx":
             c.append(f"tx_port = {self.read(a[0])}; goto tx;")
         elif op == "drop":
@@ -281,7 +288,10 @@ class Gen:
                 size = self.p.headers[a[1][2:]].size
                 if size != 20:
                     raise StraightError(f"{line}: only 20-byte headers are summed whole")
-                c.append(f"ck_add_hdr20({dst}, h_{h});")
+                if a[1][2:] in self.written:
+                    c.append(f"ck_add_sum({dst}, {self.ck_sum(a[1][2:], f'h_{h}')});")
+                else:
+                    c.append(f"ck_add_hdr20({dst}, h_{h});")
             elif a[1].startswith("h."):
                 sh, sf = self._hfield(a[1])
                 c.append(f"ck_{op[2:]}_field({dst}, h_{_ident(sh)} + {sf.offset}, {sf.bits});")
@@ -293,7 +303,46 @@ class Gen:
             c += self.table(a[0], label_prefix)
         else:
             raise StraightError(f"instruction not handled: {line}")
+        if wrote:
+            self.written.add(wrote)
         return c
+
+    def ck_sum(self, header: str, ptr: str) -> str:
+        """The 64-bit sum, congruent modulo 0xFFFF to DPDK's sum of the
+        header's little-endian 32-bit words, of its fields loaded at their
+        own widths: a field just stored then loads from the store (the CPU
+        forwards it), where a 16-byte load of narrower stores waits for
+        them to reach the cache. A byte at an odd offset weighs 2^8, at an
+        even one 1 (2^16 = 1 modulo 0xFFFF); fields over 4 bytes are
+        folded at 32 bits first so the shift cannot overflow."""
+        terms = []
+        for f in self.p.headers[header].fields:
+            v = f"ld_le({ptr} + {f.offset}, {f.bits // 8})"
+            if f.bits > 32:
+                v = f"(({v}) >> 32) + (({v}) & 0xFFFFFFFFULL)"
+            terms.append(f"(({v}) << {8 * (f.offset % 2)})")
+        return " + ".join(terms)
+
+    def copy_fn(self, sname: str, backward: bool) -> str:
+        """A header's copy, field by field at the widths the generated
+        code stores them (st_be), so a header written field by field just
+        before is forwarded from the stores. Fields are loaded whole before
+        they are stored and taken in order (forward when the destination is
+        not after the source, backward otherwise), so a copy onto an
+        overlapping place is safe."""
+        st = self.p.structs[sname]
+        body = []
+        for f in (reversed(st.fields) if backward else st.fields):
+            n, o = f.bits // 8, f.offset
+            parts = {1: [(0, 1)], 2: [(0, 2)], 4: [(0, 4)], 8: [(0, 8)], 6: [(0, 2), (2, 4)]}.get(
+                n, [(i, 1) for i in range(n)])
+            ty = {1: "uint8_t", 2: "uint16_t", 4: "uint32_t", 8: "uint64_t"}
+            loads = [f"{ty[w]} v{k}; memcpy(&v{k}, s + {o + po}, {w});" for k, (po, w) in enumerate(parts)]
+            stores = [f"memcpy(d + {o + po}, &v{k}, {w});" for k, (po, w) in enumerate(parts)]
+            body.append("\t{ " + " ".join(loads + stores) + " }")
+        name = f"cp_{'b' if backward else 'f'}_{_ident(sname)}"
+        return (f"static __rte_always_inline void\n{name}(uint8_t *d, const uint8_t *s)\n{{\n"
+                + "\n".join(body) + "\n}\n")
 
     def table(self, name: str, label_prefix: str) -> list[str]:
         t = self.p.tables[name]
@@ -328,10 +377,83 @@ class Gen:
         c.append(f"{end}: ;")
         return c
 
+    def emits(self) -> list[str]:
+        """The headers the program emits, in order. The tx code below is
+        written for this one order, so the emits must be one block right
+        before a tx (as p4c-dpdk writes the deparser) and name each header
+        once."""
+        ops = [re.sub(r"^\w+\s*:\s+", "", ln).split() for ln in self.p.apply]
+        at = [i for i, t in enumerate(ops) if t[0] == "emit"]
+        if not at:
+            return []
+        if at != list(range(at[0], at[-1] + 1)) or at[-1] + 1 >= len(ops) or ops[at[-1] + 1][0] != "tx":
+            raise StraightError("emit instructions other than one block right before a tx")
+        names = [ops[i][1][2:] for i in at]
+        if len(set(names)) != len(names):
+            raise StraightError("a header emitted twice")
+        return names
+
+    def tx_code(self) -> str:
+        """The deparser's tx: the emitted headers in front of the payload
+        (at ptr), unrolled over the emit order. Those at the end that are
+        already in place (decapsulation, no change) stay. The others are
+        copied front to back when no header from the packet moves towards
+        its end (a copy then only writes over places already read), back to
+        front when none moves towards its start, and through tmp in the
+        mixed case. Headers built in hs[] never overlap the packet."""
+        em = [(_ident(h), self.hid[h], self.p.headers[h]) for h in self.emits()]
+        sname = {id(st): n for n, st in self.p.structs.items()}
+        c = ["uint8_t *run = ptr, *d, *d0;",
+             "uint32_t o = 0, lim = 0;",
+             "int fwd = 0, bwd = 0;"]
+        for h, n, st in em:
+            c.append(f"if (emitted & (1ULL << {n})) o += {st.size};")
+        # The in-place tail: lim is the first header of it in the order.
+        c.append(f"lim = {len(em)};")
+        for j in range(len(em) - 1, -1, -1):
+            h, n, st = em[j]
+            c.append(f"if (emitted & (1ULL << {n})) {{ if (h_{h} != run - {st.size}) goto tail_end; "
+                     f"run -= {st.size}; }} lim = {j};")
+        c.append("tail_end:")
+        c.append("d0 = run - (o - (uint32_t)(ptr - run));")
+        c.append("d = d0;")
+        inpkt = "(uintptr_t)h_{h} - (uintptr_t)pkt.pkt < (uintptr_t)(end - pkt.pkt)"
+        for j, (h, n, st) in enumerate(em):
+            c.append(f"if ({j} < lim && (emitted & (1ULL << {n}))) {{ "
+                     f"if ({inpkt.format(h=h)}) {{ fwd |= d < h_{h}; bwd |= d > h_{h}; }} d += {st.size}; }}")
+        for direction, cond in (("f", "!bwd"), ("b", "!fwd")):
+            c.append(f"if ({cond}) {{")
+            order = list(enumerate(em))
+            if direction == "f":
+                c.append("\td = d0;")
+            else:
+                c.append("\td = d0 + (o - (uint32_t)(ptr - run));")
+                order.reverse()
+            for j, (h, n, st) in order:
+                fn = f"cp_{direction}_{_ident(sname[id(st)])}"
+                if direction == "f":
+                    c.append(f"\tif ({j} < lim && (emitted & (1ULL << {n}))) {{ {fn}(d, h_{h}); d += {st.size}; }}")
+                else:
+                    c.append(f"\tif ({j} < lim && (emitted & (1ULL << {n}))) {{ d -= {st.size}; {fn}(d, h_{h}); }}")
+            c.append("\tgoto tx_send;")
+            c.append("}")
+        c.append("d = tmp;")
+        for j, (h, n, st) in enumerate(em):
+            fn = f"cp_f_{_ident(sname[id(st)])}"
+            c.append(f"if ({j} < lim && (emitted & (1ULL << {n}))) {{ {fn}(d, h_{h}); d += {st.size}; }}")
+        c.append("memcpy(d0, tmp, (size_t)(d - tmp));")
+        c.append("tx_send:")
+        c.append("pkt.offset = (uint32_t)(d0 - pkt.pkt);")
+        c.append("pkt.length = (uint32_t)(end - d0);")
+        self.copy_structs = sorted({sname[id(st)] for _, _, st in em})
+        return "\n".join("\t\t\t" + x for x in c)
+
     def generate(self) -> str:
         p = self.p
         meta_size = p.meta.size
         hmax = max(s.size for s in p.headers.values())
+        tx = self.tx_code()
+        copies = "\n".join(self.copy_fn(sn, b) for sn in self.copy_structs for b in (False, True))
         body = []
         for ln in p.apply:
             body += self.instr(ln, "L_", None)
@@ -347,6 +469,7 @@ class Gen:
             met_names=names(p.metarrays) or '""', n_mets=len(p.metarrays),
             header_names=names(p.headers), header_sizes=hsizes,
             decl_h=decl_h, decl_m=decl_m, body="\n".join("\t\t" + x for x in body),
+            tx=tx, copies=copies,
             env_h=_switch_header("bsw_straight_env.h"), meter_h=_switch_header("bsw_swx_meter.h"))
 
 
@@ -503,7 +626,7 @@ st_le(uint8_t *b, uint32_t n, uint64_t v)
 	}}
 }}
 
-/* DPDK 22.11's ckadd/cksub of a field and ckadd of a 20-byte header, on the
+/* DPDK 22.11's ckadd/cksub of a field, on the
  * raw (little-endian loaded) bytes, as its instructions do. */
 static __rte_always_inline uint16_t
 ck_fold(uint64_t r)
@@ -542,21 +665,27 @@ ck_sub_field(uint8_t *dst, const uint8_t *src, uint32_t bits)
 	memcpy(dst, &d, 2);
 }}
 
+/* ckadd of a whole header, given a sum congruent to that of its words
+ * (Gen.ck_sum): the fold reduces either to the same 16 bits. */
 static __rte_always_inline void
-ck_add_hdr20(uint8_t *dst, const uint8_t *h)
+ck_add_sum(uint8_t *dst, uint64_t s)
 {{
 	uint16_t d;
-	uint32_t w[5];
 	uint64_t r;
 
 	memcpy(&d, dst, 2);
-	memcpy(w, h, 20);
-	r = ~(uint64_t)d & 0xFFFF;
-	r += (uint64_t)w[0] + w[1] + w[2] + w[3] + w[4];
+	r = (~(uint64_t)d & 0xFFFF) + s;
 	d = ck_fold(r);
 	memcpy(dst, &d, 2);
 }}
 
+static __rte_always_inline void
+ck_add_hdr20(uint8_t *dst, const uint8_t *h)
+{{
+	ck_add_sum(dst, (uint64_t)u32(h) + u32(h + 4) + u32(h + 8) + u32(h + 12) + u32(h + 16));
+}}
+
+{copies}
 {meter_h}
 static __rte_always_inline uint64_t
 meter_exec(struct rte_swx_pipeline *p, uint32_t id, uint64_t idx, uint32_t length, enum rte_color color_in)
@@ -652,8 +781,7 @@ bsw_straight_run(struct rte_swx_pipeline *p, const struct bsw_straight_env *env)
 		uint32_t in_port = port_next;
 		uint64_t valid = 0, action_id = 0, tx_port = 0, entry_id = 0;
 		uint8_t *ptr, *end, *ad = NULL, *keyp = kb;
-		uint8_t *out_ptr[N_HEADERS];
-		uint32_t out_len[N_HEADERS], n_out = 0;
+		uint64_t emitted = 0;
 		int hit = 0;
 {decl_h}
 {decl_m}
@@ -668,33 +796,7 @@ bsw_straight_run(struct rte_swx_pipeline *p, const struct bsw_straight_env *env)
 		goto drop;	/* the program ended without tx */
 tx:
 		{{
-			/* The emitted headers go in front of the payload (at ptr).
-			 * Those at the end already in place (decapsulation, no
-			 * change) stay; one header before them is moved; more go
-			 * through a scratch buffer, as their sources and
-			 * destinations may overlap. */
-			uint32_t total = 0, j, n_moved, o;
-			uint8_t *run = ptr;
-
-			for (j = n_out; j > 0 && out_ptr[j - 1] == run - out_len[j - 1]; j--)
-				run -= out_len[j - 1];
-			n_moved = j;
-			total = (uint32_t)(ptr - run);
-			for (j = 0, o = 0; j < n_moved; j++)
-				o += out_len[j];
-			total += o;
-			if (n_moved == 1)
-				memmove(run - o, out_ptr[0], o);
-			else if (n_moved > 1) {{
-				o = 0;
-				for (j = 0; j < n_moved; j++) {{
-					memcpy(&tmp[o], out_ptr[j], out_len[j]);
-					o += out_len[j];
-				}}
-				memcpy(run - o, tmp, o);
-			}}
-			pkt.offset = (uint32_t)(ptr - pkt.pkt) - total;
-			pkt.length = (uint32_t)(end - ptr) + total;
+{tx}
 			p->out[tx_port].pkt_tx(p->out[tx_port].obj, &pkt);
 			continue;
 		}}
