@@ -344,14 +344,42 @@ class Gen:
         return (f"static __rte_always_inline void\n{name}(uint8_t *d, const uint8_t *s)\n{{\n"
                 + "\n".join(body) + "\n}\n")
 
+    def key_stores(self, keys: list[Field]) -> list[str]:
+        """The key's bytes (SWX's metadata from its first key field to the
+        end of its last) stored into kb in the pieces the lookups load them
+        in (the exact-match hash and compare: 8 bytes at a time, then 4, 2,
+        1), each assembled in a register from the metadata fields it covers:
+        a load of one store is forwarded, one over several narrower stores
+        waits for them to reach the cache."""
+        lo = min(f.offset for f in keys)
+        hi = max(f.offset + f.bits // 8 for f in keys)
+        pieces, at = [], lo
+        while at + 8 <= hi:
+            pieces.append((at, 8))
+            at += 8
+        for w in (4, 2, 1):
+            if (hi - lo) & w:
+                pieces.append((at, w))
+                at += w
+        ty = {1: "uint8_t", 2: "uint16_t", 4: "uint32_t", 8: "uint64_t"}
+        c = []
+        for at, w in pieces:
+            parts = []
+            for f in self.p.meta.fields:
+                fo, fe = f.offset, f.offset + f.bits // 8
+                if fe <= at or fo >= at + w:
+                    continue
+                v = f"(uint64_t)m_{_ident(f.name)}"
+                parts.append(f"({v} >> {8 * (at - fo)})" if fo < at else f"({v} << {8 * (fo - at)})")
+            c.append(f"{{ {ty[w]} k_ = ({ty[w]})({' | '.join(parts) or '0'}); memcpy(kb + {at}, &k_, {w}); }}")
+        return c
+
     def table(self, name: str, label_prefix: str) -> list[str]:
         t = self.p.tables[name]
         tid = self.tid[name]
         c = []
         if t.keys and all(k.startswith("m.") for k in t.keys):
-            for k in t.keys:
-                f = self.p.meta.field(k[2:])
-                c.append(f"st_le(kb + {f.offset}, {f.bits // 8}, m_{_ident(k[2:])});")
+            c += self.key_stores([self.p.meta.field(k[2:]) for k in t.keys])
             c.append("keyp = kb;")
         elif t.keys and all(k.startswith("h.") for k in t.keys):
             hs = {k.split(".")[1] for k in t.keys}
@@ -854,7 +882,7 @@ def build(spec_path: str, work_dir: str, include_dir: str) -> str:
     cflags = subprocess.run(["pkg-config", "--cflags", "libdpdk"], capture_output=True, text=True,
                             check=True).stdout.split()
     tmp = f"{lib}.{os.getpid()}.tmp"
-    r = subprocess.run(["gcc", "-O3", "-fPIC", "-shared", "-Wno-deprecated-declarations", *cflags,
+    r = subprocess.run(["gcc", "-O3", "-g", "-fPIC", "-shared", "-Wno-deprecated-declarations", *cflags,
                         "-I", include_dir, "-o", tmp, str(c_path)], capture_output=True, text=True)
     if r.returncode:
         raise StraightError(f"gcc failed on {c_path}:\n{r.stderr[-3000:]}")
