@@ -423,57 +423,57 @@ class Gen:
 
     def tx_code(self) -> str:
         """The deparser's tx: the emitted headers in front of the payload
-        (at ptr), unrolled over the emit order. Those at the end that are
-        already in place (decapsulation, no change) stay. The others are
-        copied front to back when no header from the packet moves towards
-        its end (a copy then only writes over places already read), back to
-        front when none moves towards its start, and through tmp in the
-        mixed case. Headers built in hs[] never overlap the packet."""
+        (at ptr), unrolled over the emit order. One pass from the last
+        header back: the emitted headers at the end that are already in
+        place (decapsulation, no change) stay and leave `emitted`; from the
+        first one that is not, each header's place is counted back from
+        there, noting whether a header from the packet moves towards its
+        start or its end. Then the headers left are copied front to back
+        when none from the packet moves towards its end (a copy then only
+        writes over places already read), back to front when none moves
+        towards its start, and through tmp in the mixed case. Headers built
+        in hs[] never overlap the packet."""
         em = [(_ident(h), self.hid[h], self.p.headers[h]) for h in self.emits()]
         sname = {id(st): n for n, st in self.p.structs.items()}
-        c = ["uint8_t *run = ptr, *d, *d0;",
-             "uint32_t o = 0, lim = 0;",
+        self.copy_structs = sorted({sname[id(st)] for _, _, st in em})
+        inpkt = "(uintptr_t)h_{h} - (uintptr_t)pkt.pkt < (uintptr_t)(end - pkt.pkt)"
+        c = ["uint8_t *run = ptr, *d = ptr, *d0;",
              "int fwd = 0, bwd = 0;"]
-        for h, n, st in em:
-            c.append(f"if (emitted & (1ULL << {n})) o += {st.size};")
-        # The in-place tail: lim is the first header of it in the order.
-        c.append(f"lim = {len(em)};")
         for j in range(len(em) - 1, -1, -1):
             h, n, st = em[j]
-            c.append(f"if (emitted & (1ULL << {n})) {{ if (h_{h} != run - {st.size}) goto tail_end; "
-                     f"run -= {st.size}; }} lim = {j};")
-        c.append("tail_end:")
-        c.append("d0 = run - (o - (uint32_t)(ptr - run));")
-        c.append("d = d0;")
-        inpkt = "(uintptr_t)h_{h} - (uintptr_t)pkt.pkt < (uintptr_t)(end - pkt.pkt)"
-        for j, (h, n, st) in enumerate(em):
-            c.append(f"if ({j} < lim && (emitted & (1ULL << {n}))) {{ "
-                     f"if ({inpkt.format(h=h)}) {{ fwd |= d < h_{h}; bwd |= d > h_{h}; }} d += {st.size}; }}")
+            c.append(f"if (emitted & (1ULL << {n})) {{ if (h_{h} != d - {st.size}) {{ run = d; goto tx_moved_{j}; }} "
+                     f"d -= {st.size}; emitted &= ~(1ULL << {n}); }}")
+        c.append("goto tx_placed;")
+        for j in range(len(em) - 1, -1, -1):
+            h, n, st = em[j]
+            c.append(f"if (emitted & (1ULL << {n})) {{ tx_moved_{j}: d -= {st.size}; "
+                     f"if ({inpkt.format(h=h)}) {{ fwd |= d < h_{h}; bwd |= d > h_{h}; }} }}")
+        c.append("tx_placed:")
+        c.append("d0 = d;")
         for direction, cond in (("f", "!bwd"), ("b", "!fwd")):
             c.append(f"if ({cond}) {{")
             order = list(enumerate(em))
             if direction == "f":
                 c.append("\td = d0;")
             else:
-                c.append("\td = d0 + (o - (uint32_t)(ptr - run));")
+                c.append("\td = run;")
                 order.reverse()
             for j, (h, n, st) in order:
                 fn = f"cp_{direction}_{_ident(sname[id(st)])}"
                 if direction == "f":
-                    c.append(f"\tif ({j} < lim && (emitted & (1ULL << {n}))) {{ {fn}(d, h_{h}); d += {st.size}; }}")
+                    c.append(f"\tif (emitted & (1ULL << {n})) {{ {fn}(d, h_{h}); d += {st.size}; }}")
                 else:
-                    c.append(f"\tif ({j} < lim && (emitted & (1ULL << {n}))) {{ d -= {st.size}; {fn}(d, h_{h}); }}")
+                    c.append(f"\tif (emitted & (1ULL << {n})) {{ d -= {st.size}; {fn}(d, h_{h}); }}")
             c.append("\tgoto tx_send;")
             c.append("}")
         c.append("d = tmp;")
         for j, (h, n, st) in enumerate(em):
             fn = f"cp_f_{_ident(sname[id(st)])}"
-            c.append(f"if ({j} < lim && (emitted & (1ULL << {n}))) {{ {fn}(d, h_{h}); d += {st.size}; }}")
+            c.append(f"if (emitted & (1ULL << {n})) {{ {fn}(d, h_{h}); d += {st.size}; }}")
         c.append("memcpy(d0, tmp, (size_t)(d - tmp));")
         c.append("tx_send:")
         c.append("pkt.offset = (uint32_t)(d0 - pkt.pkt);")
         c.append("pkt.length = (uint32_t)(end - d0);")
-        self.copy_structs = sorted({sname[id(st)] for _, _, st in em})
         return "\n".join("\t\t\t" + x for x in c)
 
     def generate(self) -> str:
