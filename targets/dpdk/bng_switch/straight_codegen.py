@@ -252,7 +252,7 @@ class Gen:
             c.append(f"valid &= ~(1ULL << {n});")
         elif op == "emit":
             h, n = self.hdr(a[0])
-            c.append(f"emitted |= valid & (1ULL << {n});")
+            c.append(f"emitted |= (valid >> {n} & 1) << {self.emits().index(a[0][2:])};")
         elif op == "tx":
             c.append(f"tx_port = {self.read(a[0])}; goto tx;")
         elif op == "drop":
@@ -423,57 +423,75 @@ class Gen:
 
     def tx_code(self) -> str:
         """The deparser's tx: the emitted headers in front of the payload
-        (at ptr), unrolled over the emit order. One pass from the last
-        header back: the emitted headers at the end that are already in
-        place (decapsulation, no change) stay and leave `emitted`; from the
-        first one that is not, each header's place is counted back from
-        there, noting whether a header from the packet moves towards its
-        start or its end. Then the headers left are copied front to back
-        when none from the packet moves towards its end (a copy then only
-        writes over places already read), back to front when none moves
-        towards its start, and through tmp in the mixed case. Headers built
-        in hs[] never overlap the packet."""
-        em = [(_ident(h), self.hid[h], self.p.headers[h]) for h in self.emits()]
+        (at ptr). Bit j of `emitted` is the j-th header of the emit order,
+        set if it was valid at its emit. One pass from the last emitted
+        header back: those at the end already in place (decapsulation, no
+        change) stay and leave `emitted`; from the first one that is not,
+        each header's place is counted back from there, noting whether a
+        header from the packet moves towards its start or its end. Then the
+        headers left are copied front to back when none from the packet
+        moves towards its end (a copy then only writes over places already
+        read), back to front when none moves towards its start, and through
+        tmp in the mixed case. Headers built in hs[] never overlap the
+        packet. Each pass starts at the first header it has to visit, by
+        a jump through a table of labels (GCC's labels as values), and the
+        copies stop after the last one, so a packet pays for the headers
+        around those it emits, not for all the program's."""
+        em = [(_ident(h), self.p.headers[h]) for h in self.emits()]
         sname = {id(st): n for n, st in self.p.structs.items()}
-        self.copy_structs = sorted({sname[id(st)] for _, _, st in em})
+        self.copy_structs = sorted({sname[id(st)] for _, st in em})
+        send = ["pkt.offset = (uint32_t)(d0 - pkt.pkt);",
+                "pkt.length = (uint32_t)(end - d0);"]
+        if not em:
+            return "\n".join("\t\t\t" + x for x in ["uint8_t *d0 = ptr;"] + send)
         inpkt = "(uintptr_t)h_{h} - (uintptr_t)pkt.pkt < (uintptr_t)(end - pkt.pkt)"
-        c = ["uint8_t *run = ptr, *d = ptr, *d0;",
-             "int fwd = 0, bwd = 0;"]
-        for j in range(len(em) - 1, -1, -1):
-            h, n, st = em[j]
-            c.append(f"if (emitted & (1ULL << {n})) {{ if (h_{h} != d - {st.size}) {{ run = d; goto tx_moved_{j}; }} "
-                     f"d -= {st.size}; emitted &= ~(1ULL << {n}); }}")
+        rng = range(len(em))
+        down = range(len(em) - 1, -1, -1)
+
+        def table(name: str) -> str:
+            return f"static const void *const {name}[] = {{ {', '.join(f'&&{name}_{j}' for j in rng)} }};"
+
+        c = [table("tx_tail"), table("tx_fwd"), table("tx_bwd"),
+             "uint8_t *run = ptr, *d = ptr, *d0 = ptr;",
+             "int fwd = 0, bwd = 0;",
+             "if (!emitted)",
+             "\tgoto tx_send;",
+             "goto *tx_tail[63 - __builtin_clzll(emitted)];"]
+        for j in down:
+            h, st = em[j]
+            c.append(f"tx_tail_{j}: if (emitted & (1ULL << {j})) {{ if (h_{h} != d - {st.size}) {{ run = d; "
+                     f"goto tx_moved_{j}; }} d -= {st.size}; emitted &= ~(1ULL << {j}); }}")
         c.append("goto tx_placed;")
-        for j in range(len(em) - 1, -1, -1):
-            h, n, st = em[j]
-            c.append(f"if (emitted & (1ULL << {n})) {{ tx_moved_{j}: d -= {st.size}; "
+        for j in down:
+            h, st = em[j]
+            c.append(f"if (emitted & (1ULL << {j})) {{ tx_moved_{j}: d -= {st.size}; "
                      f"if ({inpkt.format(h=h)}) {{ fwd |= d < h_{h}; bwd |= d > h_{h}; }} }}")
-        c.append("tx_placed:")
-        c.append("d0 = d;")
-        for direction, cond in (("f", "!bwd"), ("b", "!fwd")):
-            c.append(f"if ({cond}) {{")
-            order = list(enumerate(em))
-            if direction == "f":
-                c.append("\td = d0;")
-            else:
-                c.append("\td = run;")
-                order.reverse()
-            for j, (h, n, st) in order:
-                fn = f"cp_{direction}_{_ident(sname[id(st)])}"
-                if direction == "f":
-                    c.append(f"\tif (emitted & (1ULL << {n})) {{ {fn}(d, h_{h}); d += {st.size}; }}")
-                else:
-                    c.append(f"\tif (emitted & (1ULL << {n})) {{ d -= {st.size}; {fn}(d, h_{h}); }}")
-            c.append("\tgoto tx_send;")
-            c.append("}")
-        c.append("d = tmp;")
-        for j, (h, n, st) in enumerate(em):
-            fn = f"cp_f_{_ident(sname[id(st)])}"
-            c.append(f"if (emitted & (1ULL << {n})) {{ {fn}(d, h_{h}); d += {st.size}; }}")
-        c.append("memcpy(d0, tmp, (size_t)(d - tmp));")
-        c.append("tx_send:")
-        c.append("pkt.offset = (uint32_t)(d0 - pkt.pkt);")
-        c.append("pkt.length = (uint32_t)(end - d0);")
+        c += ["tx_placed:",
+              "d0 = d;",
+              "if (!emitted)",
+              "\tgoto tx_send;",
+              "if (!bwd) {",
+              "\td = d0;",
+              "\tgoto *tx_fwd[__builtin_ctzll(emitted)];"]
+        for j in rng:
+            h, st = em[j]
+            c.append(f"tx_fwd_{j}: if (emitted & (1ULL << {j})) {{ cp_f_{_ident(sname[id(st)])}(d, h_{h}); "
+                     f"d += {st.size}; emitted &= ~(1ULL << {j}); if (!emitted) goto tx_send; }}")
+        c += ["}",
+              "if (!fwd) {",
+              "\td = run;",
+              "\tgoto *tx_bwd[63 - __builtin_clzll(emitted)];"]
+        for j in down:
+            h, st = em[j]
+            c.append(f"tx_bwd_{j}: if (emitted & (1ULL << {j})) {{ d -= {st.size}; "
+                     f"cp_b_{_ident(sname[id(st)])}(d, h_{h}); emitted &= ~(1ULL << {j}); if (!emitted) goto tx_send; }}")
+        c += ["}",
+              "d = tmp;"]
+        for j in rng:
+            h, st = em[j]
+            c.append(f"if (emitted & (1ULL << {j})) {{ cp_f_{_ident(sname[id(st)])}(d, h_{h}); d += {st.size}; }}")
+        c += ["memcpy(d0, tmp, (size_t)(d - tmp));",
+              "tx_send:"] + send
         return "\n".join("\t\t\t" + x for x in c)
 
     def generate(self) -> str:
