@@ -900,7 +900,9 @@ def build(spec_path: str, work_dir: str, include_dir: str) -> str:
     cflags = subprocess.run(["pkg-config", "--cflags", "libdpdk"], capture_output=True, text=True,
                             check=True).stdout.split()
     tmp = f"{lib}.{os.getpid()}.tmp"
-    r = subprocess.run(["gcc", "-O3", "-g", "-fPIC", "-shared", "-Wno-deprecated-declarations", *cflags,
+    # -O2: measured faster than -O3 on this code (A/B, two rounds: pppoe_up
+    # and lns_up +3%); -g lets perf map samples to the generated lines.
+    r = subprocess.run(["gcc", "-O2", "-g", "-fPIC", "-shared", "-Wno-deprecated-declarations", *cflags,
                         "-I", include_dir, "-o", tmp, str(c_path)], capture_output=True, text=True)
     if r.returncode:
         raise StraightError(f"gcc failed on {c_path}:\n{r.stderr[-3000:]}")
