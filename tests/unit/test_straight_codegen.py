@@ -127,3 +127,24 @@ def test_a_written_header_is_summed_by_fields_an_unwritten_one_by_words():
                     % "ckadd h.h.f h.h")
     first, second = code.index("ck_add_hdr20(h_h + 16, h_h)"), code.index("ck_add_sum(h_h + 18,")
     assert first < second
+
+
+@pytest.mark.parametrize("apply,words", [
+    ("\trx m.port\n\textract h.h\n\temit h.h\n\tmov m.x 0x1\n\ttx m.port\n", "one block right before a tx"),
+    ("\trx m.port\n\textract h.h\n\temit h.h\n\temit h.h\n\ttx m.port\n", "emitted twice"),
+])
+def test_emits_outside_the_deparsers_form_are_refused(apply, words):
+    """tx is written for one emit order, so the emits must be p4c's block
+    right before the tx, each header once; anything else runs on SWX."""
+    spec = SMALL.split("apply {")[0] + "apply {\n" + apply + "}\n"
+    with pytest.raises(StraightError, match=words):
+        generate(spec)
+
+
+def test_tx_visits_only_the_emitted_headers_from_the_first_to_visit():
+    """Bit j of `emitted` is the j-th emitted header; each pass starts at
+    its first header through a table of labels."""
+    code = generate(SMALL % "emit h.h")
+    assert "emitted |= (valid >> 0 & 1) << 0;" in code
+    assert "goto *tx_tail[63 - __builtin_clzll(emitted)];" in code
+    assert "cp_f_h_t(d, h_h)" in code and "cp_b_h_t(d, h_h)" in code
