@@ -164,6 +164,7 @@ class Gen:
         # sums its fields (ck_sum), of the others its words at once.
         self.written: set[str] = set()
         self.args: Struct | None = None      # the action being inlined
+        self._emits: list[str] | None = None
 
     # ---- operands ----
     def _hfield(self, op: str) -> tuple[str, Field]:
@@ -410,15 +411,19 @@ class Gen:
         written for this one order, so the emits must be one block right
         before a tx (as p4c-dpdk writes the deparser) and name each header
         once."""
+        if self._emits is not None:
+            return self._emits
         ops = [re.sub(r"^\w+\s*:\s+", "", ln).split() for ln in self.p.apply]
         at = [i for i, t in enumerate(ops) if t[0] == "emit"]
         if not at:
-            return []
+            self._emits = []
+            return self._emits
         if at != list(range(at[0], at[-1] + 1)) or at[-1] + 1 >= len(ops) or ops[at[-1] + 1][0] != "tx":
             raise StraightError("emit instructions other than one block right before a tx")
         names = [ops[i][1][2:] for i in at]
         if len(set(names)) != len(names):
             raise StraightError("a header emitted twice")
+        self._emits = names
         return names
 
     def tx_code(self) -> str:
