@@ -453,6 +453,9 @@ class Gen:
         rng = range(len(em))
         down = range(len(em) - 1, -1, -1)
 
+        def cp(direction: str, st: Struct) -> str:
+            return f"cp_{direction}_{_ident(sname[id(st)])}"
+
         def table(name: str) -> str:
             return f"static const void *const {name}[] = {{ {', '.join(f'&&{name}_{j}' for j in rng)} }};"
 
@@ -480,7 +483,7 @@ class Gen:
               "\tgoto *tx_fwd[__builtin_ctzll(emitted)];"]
         for j in rng:
             h, st = em[j]
-            c.append(f"tx_fwd_{j}: if (emitted & (1ULL << {j})) {{ cp_f_{_ident(sname[id(st)])}(d, h_{h}); "
+            c.append(f"tx_fwd_{j}: if (emitted & (1ULL << {j})) {{ {cp('f', st)}(d, h_{h}); "
                      f"d += {st.size}; emitted &= ~(1ULL << {j}); if (!emitted) goto tx_send; }}")
         c += ["}",
               "if (!fwd) {",
@@ -489,12 +492,12 @@ class Gen:
         for j in down:
             h, st = em[j]
             c.append(f"tx_bwd_{j}: if (emitted & (1ULL << {j})) {{ d -= {st.size}; "
-                     f"cp_b_{_ident(sname[id(st)])}(d, h_{h}); emitted &= ~(1ULL << {j}); if (!emitted) goto tx_send; }}")
+                     f"{cp('b', st)}(d, h_{h}); emitted &= ~(1ULL << {j}); if (!emitted) goto tx_send; }}")
         c += ["}",
               "d = tmp;"]
         for j in rng:
             h, st = em[j]
-            c.append(f"if (emitted & (1ULL << {j})) {{ cp_f_{_ident(sname[id(st)])}(d, h_{h}); d += {st.size}; }}")
+            c.append(f"if (emitted & (1ULL << {j})) {{ {cp('f', st)}(d, h_{h}); d += {st.size}; }}")
         c += ["memcpy(d0, tmp, (size_t)(d - tmp));",
               "tx_send:"] + send
         return "\n".join("\t\t\t" + x for x in c)
