@@ -28,6 +28,9 @@ class StraightError(ValueError):
     pass
 
 
+C_UINT = {1: "uint8_t", 2: "uint16_t", 4: "uint32_t", 8: "uint64_t"}    # by size in bytes
+
+
 @dataclass
 class Field:
     name: str
@@ -337,8 +340,7 @@ class Gen:
             n, o = f.bits // 8, f.offset
             parts = {1: [(0, 1)], 2: [(0, 2)], 4: [(0, 4)], 8: [(0, 8)], 6: [(0, 2), (2, 4)]}.get(
                 n, [(i, 1) for i in range(n)])
-            ty = {1: "uint8_t", 2: "uint16_t", 4: "uint32_t", 8: "uint64_t"}
-            loads = [f"{ty[w]} v{k}; memcpy(&v{k}, s + {o + po}, {w});" for k, (po, w) in enumerate(parts)]
+            loads = [f"{C_UINT[w]} v{k}; memcpy(&v{k}, s + {o + po}, {w});" for k, (po, w) in enumerate(parts)]
             stores = [f"memcpy(d + {o + po}, &v{k}, {w});" for k, (po, w) in enumerate(parts)]
             body.append("\t{ " + " ".join(loads + stores) + " }")
         name = f"cp_{'b' if backward else 'f'}_{_ident(sname)}"
@@ -362,7 +364,6 @@ class Gen:
             if (hi - lo) & w:
                 pieces.append((at, w))
                 at += w
-        ty = {1: "uint8_t", 2: "uint16_t", 4: "uint32_t", 8: "uint64_t"}
         c = []
         for at, w in pieces:
             parts = []
@@ -372,7 +373,7 @@ class Gen:
                     continue
                 v = f"(uint64_t)m_{_ident(f.name)}"
                 parts.append(f"({v} >> {8 * (at - fo)})" if fo < at else f"({v} << {8 * (fo - at)})")
-            c.append(f"{{ {ty[w]} k_ = ({ty[w]})({' | '.join(parts) or '0'}); memcpy(kb + {at}, &k_, {w}); }}")
+            c.append(f"{{ {C_UINT[w]} k_ = ({C_UINT[w]})({' | '.join(parts) or '0'}); memcpy(kb + {at}, &k_, {w}); }}")
         return c
 
     def table(self, name: str, label_prefix: str) -> list[str]:
@@ -443,8 +444,6 @@ class Gen:
         copies stop after the last one, so a packet pays for the headers
         around those it emits, not for all the program's."""
         em = [(_ident(h), self.p.headers[h]) for h in self.emits()]
-        sname = {id(st): n for n, st in self.p.structs.items()}
-        self.copy_structs = sorted({sname[id(st)] for _, st in em})
         send = ["pkt.offset = (uint32_t)(d0 - pkt.pkt);",
                 "pkt.length = (uint32_t)(end - d0);"]
         if not em:
@@ -454,7 +453,7 @@ class Gen:
         down = range(len(em) - 1, -1, -1)
 
         def cp(direction: str, st: Struct) -> str:
-            return f"cp_{direction}_{_ident(sname[id(st)])}"
+            return f"cp_{direction}_{_ident(st.name)}"
 
         def table(name: str) -> str:
             return f"static const void *const {name}[] = {{ {', '.join(f'&&{name}_{j}' for j in rng)} }};"
@@ -507,7 +506,8 @@ class Gen:
         meta_size = p.meta.size
         hmax = max(s.size for s in p.headers.values())
         tx = self.tx_code()
-        copies = "\n".join(self.copy_fn(sn, b) for sn in self.copy_structs for b in (False, True))
+        emitted_structs = sorted({p.headers[h].name for h in self.emits()})
+        copies = "\n".join(self.copy_fn(sn, b) for sn in emitted_structs for b in (False, True))
         body = []
         for ln in p.apply:
             body += self.instr(ln, "L_", None)

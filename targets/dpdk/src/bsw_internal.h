@@ -18,6 +18,8 @@
 
 void bsw_set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+typedef void (*bsw_straight_run_t)(struct rte_swx_pipeline *p, const struct bsw_straight_env *env);
+
 /* One worker's progress, read by the table manager to know when no packet can
  * still hold a table state that was just replaced. */
 struct bsw_worker {
@@ -33,10 +35,8 @@ struct bsw_worker {
 	uint32_t launched;	/* on lcore_id (which may be 0) until waited for */
 	struct bsw_hand_path *hand_path;	/* set: runs it instead of the pipeline (bench only) */
 	/* set: the program as straight-line code (bsw_straight.c), run instead */
-	void (*straight_run)(struct rte_swx_pipeline *p, const struct bsw_straight_env *env);
+	bsw_straight_run_t straight_run;
 };
-
-typedef void (*bsw_straight_run_t)(struct rte_swx_pipeline *p, const struct bsw_straight_env *env);
 
 struct bsw_hand_path;
 /* bsw_bench_hand_path.c: the worker's loop over w->hand_path until w->stop. */
