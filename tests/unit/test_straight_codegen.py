@@ -75,13 +75,19 @@ def test_small_program_generates_its_operations():
     assert "h_h = ptr; ptr += 4;" in code
 
 
-def _dpdk_ckadd_struct20(dst: int, hdr: bytes) -> int:
-    """DPDK 22.11's ckadd of a 20-byte header (its 32-bit little-endian words)."""
-    r = (~dst & 0xFFFF) + sum(int.from_bytes(hdr[i:i + 4], "little") for i in range(0, 20, 4))
+def _ckadd(dst: int, s: int) -> int:
+    """DPDK 22.11's end of a ckadd: the sum added to the checksum's
+    complement, folded three times, complemented, 0 written as 0xFFFF."""
+    r = (~dst & 0xFFFF) + s
     for _ in range(3):
         r = (r & 0xFFFF) + (r >> 16)
     r = ~r & 0xFFFF
     return r or 0xFFFF
+
+
+def _dpdk_ckadd_struct20(dst: int, hdr: bytes) -> int:
+    """DPDK 22.11's ckadd of a 20-byte header (its 32-bit little-endian words)."""
+    return _ckadd(dst, sum(int.from_bytes(hdr[i:i + 4], "little") for i in range(0, 20, 4)))
 
 
 def _generated_ckadd_fields(expr: str, dst: int, hdr: bytes) -> int:
@@ -89,12 +95,7 @@ def _generated_ckadd_fields(expr: str, dst: int, hdr: bytes) -> int:
     evaluated over the same bytes, then folded as ck_add_sum does."""
     def ld_le(off: int, n: int) -> int:
         return int.from_bytes(hdr[off:off + n], "little")
-    s = eval(expr.replace("ULL", ""), {"ld_le": ld_le, "h": 0})  # noqa: S307 (our own generated text)
-    r = (~dst & 0xFFFF) + s
-    for _ in range(3):
-        r = (r & 0xFFFF) + (r >> 16)
-    r = ~r & 0xFFFF
-    return r or 0xFFFF
+    return _ckadd(dst, eval(expr.replace("ULL", ""), {"ld_le": ld_le, "h": 0}))  # noqa: S307 (our own generated text)
 
 
 @pytest.mark.parametrize("layout", [
