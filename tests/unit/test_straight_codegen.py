@@ -149,3 +149,74 @@ def test_tx_visits_only_the_emitted_headers_from_the_first_to_visit():
     assert "emitted |= (valid >> 0 & 1) << 0;" in code
     assert "goto *tx_tail[63 - __builtin_clzll(emitted)];" in code
     assert "cp_f_h_t(d, h_h)" in code and "cp_b_h_t(d, h_h)" in code
+
+
+TABLES = """
+struct h_t {
+\tbit<16> a
+\tbit<16> b
+}
+struct m_t {
+\tbit<32> port
+\tbit<8> gap
+\tbit<16> x
+\tbit<32> y
+}
+header h instanceof h_t
+metadata instanceof m_t
+action a args none {
+\treturn
+}
+table by_port_y {
+\tkey {
+\t\tm.port exact
+\t\tm.y exact
+\t}
+\tactions {
+\t\ta
+\t}
+\tdefault_action a args none
+\tsize 0x100
+}
+table by_x_lpm {
+\tkey {
+\t\tm.x lpm
+\t}
+\tactions {
+\t\ta
+\t}
+\tdefault_action a args none
+\tsize 0x100
+}
+table by_header {
+\tkey {
+\t\th.h.b exact
+\t}
+\tactions {
+\t\ta
+\t}
+\tdefault_action a args none
+\tsize 0x100
+}
+apply {
+\trx m.port
+\textract h.h
+\ttable by_port_y
+\ttable by_x_lpm
+\ttable by_header
+\ttx m.port
+}
+"""
+
+
+def test_exact_tables_are_looked_up_inline_for_their_key_size():
+    """An exact table's key is SWX's: the bytes from its first key field to
+    the end of its last, the gap included (by_port_y: 4 + 1 + 2 + 4); the
+    inline lookup is chosen by that size at run time (em_11 from the
+    worker), other tables keep the call."""
+    code = generate(TABLES)
+    assert "LOOKUP_EM(0, 11);" in code
+    assert "LOOKUP(1);" in code and "LOOKUP_EM(1" not in code
+    assert "LOOKUP_EM(2, 2);" in code
+    assert "em_11 = env->em_lookups ? env->em_lookups[11] : NULL;" in code
+    assert "em_2 = env->em_lookups ? env->em_lookups[2] : NULL;" in code

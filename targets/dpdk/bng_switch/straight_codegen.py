@@ -8,7 +8,9 @@ keep in registers, jumps are gotos, each table's actions are inlined at its
 lookup, and the deparser writes the emitted headers in front of the payload.
 The worker calls it in place of rte_swx_pipeline_run(), over the same
 pipeline's ports, tables (through their lookup functions and
-p->table_state, so the table manager's updates apply), register and meter
+p->table_state, so the table manager's updates apply; an exact table whose
+lookup function is the switch's for its key size is looked up inline, the
+same lookup over the same object, bsw_swx_em.h), register and meter
 arrays. Semantics follow DPDK 22.11's instructions (rte_swx_pipeline_
 internal.h); the generated code checks at load time that the pipeline's
 ids and layouts are the ones it was generated for.
@@ -28,6 +30,7 @@ class StraightError(ValueError):
     pass
 
 
+EM_KEY_SIZE_MAX = 32      # bsw_swx_em.h's BSW_EM_KEY_SIZE_MAX: larger keys have no inline lookup
 C_UINT = {1: "uint8_t", 2: "uint16_t", 4: "uint32_t", 8: "uint64_t"}    # by size in bytes
 
 
@@ -59,6 +62,7 @@ class Table:
     name: str
     keys: list[str]
     actions: list[str]
+    exact: bool = False          # every key field matched exact
 
 
 @dataclass
@@ -115,7 +119,7 @@ def parse(text: str) -> Program:
         elif tok[0] in ("table", "learner", "selector"):
             if tok[0] != "table":
                 raise StraightError(f"{tok[0]} {tok[1]}: not handled")
-            keys, acts, depth, section = [], [], 1, None
+            keys, kinds, acts, depth, section = [], [], [], 1, None
             while depth:
                 s = lines[i].strip()
                 i += 1
@@ -127,9 +131,10 @@ def parse(text: str) -> Program:
                     section = None
                 elif section == "key":
                     keys.append(s.split()[0])
+                    kinds.append(s.split()[1])
                 elif section == "actions":
                     acts.append(s.split()[0])
-            prog.tables[tok[1]] = Table(tok[1], keys, acts)
+            prog.tables[tok[1]] = Table(tok[1], keys, acts, bool(kinds) and set(kinds) == {"exact"})
         elif tok[0] == "apply":
             while lines[i].strip() != "}":
                 if lines[i].strip():
@@ -162,6 +167,7 @@ class Gen:
         self.rid = {r: n for n, r in enumerate(prog.regarrays)}
         self.mid = {m: n for n, m in enumerate(prog.metarrays)}
         self.uniq = 0
+        self.em_sizes: set[int] = set()      # key sizes of the LOOKUP_EMs written
         # Headers some instruction so far (in the listing's order, which is
         # p4c's forward flow) wrote: a whole-header checksum of one of them
         # sums its fields (ck_sum), of the others its words at once.
@@ -380,17 +386,26 @@ class Gen:
         t = self.p.tables[name]
         tid = self.tid[name]
         c = []
+        fields: list[Field] = []
         if t.keys and all(k.startswith("m.") for k in t.keys):
-            c += self.key_stores([self.p.meta.field(k[2:]) for k in t.keys])
+            fields = [self.p.meta.field(k[2:]) for k in t.keys]
+            c += self.key_stores(fields)
             c.append("keyp = kb;")
         elif t.keys and all(k.startswith("h.") for k in t.keys):
             hs = {k.split(".")[1] for k in t.keys}
             if len(hs) != 1:
                 raise StraightError(f"table {name}: key from more than one header")
+            fields = [self._hfield(k)[1] for k in t.keys]
             c.append(f"keyp = h_{_ident(hs.pop())};")
         elif t.keys:
             raise StraightError(f"table {name}: key from headers and metadata")
-        c.append(f"LOOKUP({tid});")
+        # SWX's key: the bytes from the first key field to the end of the last
+        ks = max(f.offset + f.bits // 8 for f in fields) - min(f.offset for f in fields) if fields else 0
+        if t.exact and 0 < ks <= EM_KEY_SIZE_MAX:
+            self.em_sizes.add(ks)
+            c.append(f"LOOKUP_EM({tid}, {ks});")
+        else:
+            c.append(f"LOOKUP({tid});")
         self.uniq += 1
         end = f"{label_prefix}ACT_END_{self.uniq}"
         c.append("switch (action_id) {")
@@ -513,6 +528,8 @@ class Gen:
             body += self.instr(ln, "L_", None)
         decl_h = "\n".join(f"\t\tuint8_t *h_{_ident(h)} = hs[{n}];" for h, n in self.hid.items())
         decl_m = "\n".join(f"\t\tuint64_t m_{_ident(f.name)} = 0;" for f in p.meta.fields)
+        decl_em = "\n".join(f"\trte_swx_table_lookup_t const em_{n} = env->em_lookups ? env->em_lookups[{n}] : NULL;"
+                            for n in sorted(self.em_sizes))
         names = lambda xs: ", ".join(f'"{x}"' for x in xs)  # noqa: E731
         hsizes = ", ".join(str(s.size) for s in p.headers.values())
         return TEMPLATE.format(
@@ -524,7 +541,8 @@ class Gen:
             header_names=names(p.headers), header_sizes=hsizes,
             decl_h=decl_h, decl_m=decl_m, body="\n".join("\t\t" + x for x in body),
             tx=tx, copies=copies,
-            env_h=_switch_header("bsw_straight_env.h"), meter_h=_switch_header("bsw_swx_meter.h"))
+            env_h=_switch_header("bsw_straight_env.h"), meter_h=_switch_header("bsw_swx_meter.h"),
+            em_h=_switch_header("bsw_swx_em.h"), decl_em=decl_em)
 
 
 def _switch_header(name: str) -> str:
@@ -546,6 +564,7 @@ TEMPLATE = r"""/* Generated by bng_switch/straight_codegen.py from an SWX spec: 
 
 #include <rte_byteorder.h>
 #include <rte_cycles.h>
+#include <rte_hash_crc.h>
 #include <rte_meter.h>
 
 #include "rte_swx_pipeline_internal.h"
@@ -741,6 +760,7 @@ ck_add_hdr20(uint8_t *dst, const uint8_t *h)
 
 {copies}
 {meter_h}
+{em_h}
 static __rte_always_inline uint64_t
 meter_exec(struct rte_swx_pipeline *p, uint32_t id, uint64_t idx, uint32_t length, enum rte_color color_in)
 {{
@@ -751,18 +771,30 @@ meter_exec(struct rte_swx_pipeline *p, uint32_t id, uint64_t idx, uint32_t lengt
 
 #define REG(id, idx) (p->regarray_runtime[id].regarray[(idx) & p->regarray_runtime[id].size_mask])
 
-#define LOOKUP(id) do {{ \
+/* A lookup of table id, through the lookup function the pipeline's thread 0
+ * has for it. The results pass through variables of its own: the run
+ * loop's action_id, ad and hit, whose addresses no call takes, stay in
+ * registers. LOOKUP_EM: an exact-match table with a key of ks bytes, looked
+ * up inline (bsw_swx_em.h) when that function is the switch's for the key
+ * size (em_ks, from the worker), else as LOOKUP. */
+#define LOOKUP_WITH(id, inline_lookup) do {{ \
 		struct table_runtime *tr_ = &p->threads[0].tables[id]; \
 		struct rte_swx_table_state *ts_ = &p->table_state[id]; \
+		uint8_t *key_ = keyp, *ad_; \
+		uint64_t action_id_; \
 		size_t entry_id_; \
-		while (!tr_->func(ts_->obj, tr_->mailbox, &keyp, &action_id, &ad, &entry_id_, &hit)) \
-			; \
-		entry_id = hit ? 1 + entry_id_ : 0; \
-		if (!hit) {{ \
-			action_id = ts_->default_action_id; \
-			ad = ts_->default_action_data; \
-		}} \
+		int hit_; \
+		if (!(inline_lookup)) \
+			while (!tr_->func(ts_->obj, tr_->mailbox, &key_, &action_id_, &ad_, &entry_id_, &hit_)) \
+				; \
+		hit = hit_; \
+		entry_id = hit_ ? 1 + entry_id_ : 0; \
+		action_id = hit_ ? action_id_ : ts_->default_action_id; \
+		ad = hit_ ? ad_ : ts_->default_action_data; \
 	}} while (0)
+#define LOOKUP(id) LOOKUP_WITH(id, 0)
+#define LOOKUP_EM(id, ks) LOOKUP_WITH(id, tr_->func == em_##ks && \
+	bsw_em_lookup(ts_->obj, &key_, &action_id_, &ad_, &entry_id_, &hit_, ks))
 
 /* 0 if the pipeline is the one this code was generated for. */
 int
@@ -824,6 +856,8 @@ bsw_straight_run(struct rte_swx_pipeline *p, const struct bsw_straight_env *env)
 	uint8_t kb[META_SIZE + 8] __rte_aligned(8);
 	uint8_t tmp[N_HEADERS * HMAX];
 	uint32_t port_next = 0, n = 0, i, k, batch = BATCH, empty = 0, sleep_us = 1;
+
+{decl_em}
 
 	memset(hs, 0, sizeof(hs));
 	memset(kb, 0, sizeof(kb));

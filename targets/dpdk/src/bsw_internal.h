@@ -80,6 +80,9 @@ bsw_table_is_dpdk_em(const struct bsw_table *bt)
  * table (another type, its own hash, a key over 32 bytes) or the object
  * does not allow it. */
 rte_swx_table_lookup_t bsw_table_em_fast(const struct bsw_table *bt, const void *obj);
+/* Those lookups by key size (0 to BSW_EM_KEY_SIZE_MAX, NULL for 0), which
+ * the straight-line code recognises to inline them (bsw_swx_em.h). */
+rte_swx_table_lookup_t const *bsw_table_em_lookups(void);
 
 #define BSW_ACTION_FOR_ENTRIES 1
 #define BSW_ACTION_FOR_DEFAULT 2

@@ -2,12 +2,16 @@
 /* What a straight-line run loop (bng_switch/straight_codegen.py, which puts
  * this file's text into the code it generates) gets from its worker
  * (bsw_worker.c): when to stop, its epoch and idle flag, how long it may
- * sleep when idle (0: never), and the receive back-off's reset before each
- * probe while idle. */
+ * sleep when idle (0: never), the receive back-off's reset before each
+ * probe while idle, and the switch's exact-match lookup function for each
+ * key size (bsw_table_em_lookup.c; NULL where it has none), so that the
+ * run loop can tell a table it may look up inline (bsw_swx_em.h). */
 #ifndef BSW_STRAIGHT_ENV_H
 #define BSW_STRAIGHT_ENV_H
 
 #include <stdint.h>
+
+#include <rte_swx_table.h>
 
 struct bsw_straight_env {
 	volatile uint32_t *stop;
@@ -16,6 +20,7 @@ struct bsw_straight_env {
 	uint32_t idle_us;
 	void (*rx_reset)(void *arg);
 	void *rx_reset_arg;
+	rte_swx_table_lookup_t const *em_lookups;	/* by key size, 0 to BSW_EM_KEY_SIZE_MAX */
 };
 
 #endif

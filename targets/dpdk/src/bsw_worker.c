@@ -77,6 +77,7 @@ worker_main(void *arg)
 		struct bsw_straight_env env = {
 			.stop = &w->stop, .epoch = &w->epoch, .idle = &w->idle, .idle_us = w->idle_us,
 			.rx_reset = rx_backoff_reset, .rx_reset_arg = w->rx_backoff,
+			.em_lookups = bsw_table_em_lookups(),
 		};
 
 		w->straight_run(w->p, &env);
