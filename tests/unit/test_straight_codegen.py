@@ -198,12 +198,23 @@ table by_header {
 \tdefault_action a args none
 \tsize 0x100
 }
+table by_y {
+\tkey {
+\t\tm.y exact
+\t}
+\tactions {
+\t\ta
+\t}
+\tdefault_action a args none
+\tsize 0x100
+}
 apply {
 \trx m.port
 \textract h.h
 \ttable by_port_y
 \ttable by_x_lpm
 \ttable by_header
+\ttable by_y
 \ttx m.port
 }
 """
@@ -213,10 +224,13 @@ def test_exact_tables_are_looked_up_inline_for_their_key_size():
     """An exact table's key is SWX's: the bytes from its first key field to
     the end of its last, the gap included (by_port_y: 4 + 1 + 2 + 4); the
     inline lookup is chosen by that size at run time (em_11 from the
-    worker), other tables keep the call."""
+    worker), and one of a single metadata field of 1, 2 or 4 bytes may also
+    be an index table's array (index_fn); other tables keep the call."""
     code = generate(TABLES)
     assert "LOOKUP_EM(0, 11);" in code
     assert "LOOKUP(1);" in code and "LOOKUP_EM(1" not in code
-    assert "LOOKUP_EM(2, 2);" in code
+    assert "LOOKUP_EM(2, 2);" in code                  # a header's field: never an index table
+    assert "LOOKUP_EM_INDEX(3, 4);" in code
+    assert "index_fn = env->index_lookup;" in code
     assert "em_11 = env->em_lookups ? env->em_lookups[11] : NULL;" in code
     assert "em_2 = env->em_lookups ? env->em_lookups[2] : NULL;" in code

@@ -403,7 +403,8 @@ class Gen:
         ks = max(f.offset + f.bits // 8 for f in fields) - min(f.offset for f in fields) if fields else 0
         if t.exact and 0 < ks <= EM_KEY_SIZE_MAX:
             self.em_sizes.add(ks)
-            c.append(f"LOOKUP_EM({tid}, {ks});")
+            may_index = len(t.keys) == 1 and t.keys[0].startswith("m.") and ks in (1, 2, 4)
+            c.append(f"LOOKUP_EM{'_INDEX' if may_index else ''}({tid}, {ks});")
         else:
             c.append(f"LOOKUP({tid});")
         self.uniq += 1
@@ -528,8 +529,10 @@ class Gen:
             body += self.instr(ln, "L_", None)
         decl_h = "\n".join(f"\t\tuint8_t *h_{_ident(h)} = hs[{n}];" for h, n in self.hid.items())
         decl_m = "\n".join(f"\t\tuint64_t m_{_ident(f.name)} = 0;" for f in p.meta.fields)
-        decl_em = "\n".join(f"\trte_swx_table_lookup_t const em_{n} = env->em_lookups ? env->em_lookups[{n}] : NULL;"
-                            for n in sorted(self.em_sizes))
+        decl_em = "\n".join(
+            ["\trte_swx_table_lookup_t const index_fn = env->index_lookup;"]
+            + [f"\trte_swx_table_lookup_t const em_{n} = env->em_lookups ? env->em_lookups[{n}] : NULL;"
+               for n in sorted(self.em_sizes)])
         names = lambda xs: ", ".join(f'"{x}"' for x in xs)  # noqa: E731
         hsizes = ", ".join(str(s.size) for s in p.headers.values())
         return TEMPLATE.format(
@@ -542,7 +545,7 @@ class Gen:
             decl_h=decl_h, decl_m=decl_m, body="\n".join("\t\t" + x for x in body),
             tx=tx, copies=copies,
             env_h=_switch_header("bsw_straight_env.h"), meter_h=_switch_header("bsw_swx_meter.h"),
-            em_h=_switch_header("bsw_swx_em.h"), decl_em=decl_em)
+            em_h=_switch_header("bsw_swx_em.h"), index_h=_switch_header("bsw_swx_index.h"), decl_em=decl_em)
 
 
 def _switch_header(name: str) -> str:
@@ -761,6 +764,7 @@ ck_add_hdr20(uint8_t *dst, const uint8_t *h)
 {copies}
 {meter_h}
 {em_h}
+{index_h}
 static __rte_always_inline uint64_t
 meter_exec(struct rte_swx_pipeline *p, uint32_t id, uint64_t idx, uint32_t length, enum rte_color color_in)
 {{
@@ -774,9 +778,12 @@ meter_exec(struct rte_swx_pipeline *p, uint32_t id, uint64_t idx, uint32_t lengt
 /* A lookup of table id, through the lookup function the pipeline's thread 0
  * has for it. The results pass through variables of its own: the run
  * loop's action_id, ad and hit, whose addresses no call takes, stay in
- * registers. LOOKUP_EM: an exact-match table with a key of ks bytes, looked
- * up inline (bsw_swx_em.h) when that function is the switch's for the key
- * size (em_ks, from the worker), else as LOOKUP. */
+ * registers. LOOKUP_EM: an exact table with a key of ks bytes, looked up
+ * inline (bsw_swx_em.h) when that function is the switch's exact-match
+ * lookup for the key size (em_ks, from the worker), else as LOOKUP.
+ * LOOKUP_EM_INDEX: one that may also be an index table (one metadata field
+ * of 1, 2 or 4 bytes), whose array is then looked up inline
+ * (bsw_swx_index.h; a key beyond it goes to the lookup function). */
 #define LOOKUP_WITH(id, inline_lookup) do {{ \
 		struct table_runtime *tr_ = &p->threads[0].tables[id]; \
 		struct rte_swx_table_state *ts_ = &p->table_state[id]; \
@@ -792,9 +799,13 @@ meter_exec(struct rte_swx_pipeline *p, uint32_t id, uint64_t idx, uint32_t lengt
 		action_id = hit_ ? action_id_ : ts_->default_action_id; \
 		ad = hit_ ? ad_ : ts_->default_action_data; \
 	}} while (0)
-#define LOOKUP(id) LOOKUP_WITH(id, 0)
-#define LOOKUP_EM(id, ks) LOOKUP_WITH(id, tr_->func == em_##ks && \
+#define EM_INLINE(ks) (tr_->func == em_##ks && \
 	bsw_em_lookup(ts_->obj, &key_, &action_id_, &ad_, &entry_id_, &hit_, ks))
+#define INDEX_INLINE(ks) (tr_->func == index_fn && \
+	bsw_index_lookup_slot(ts_->obj, &key_, &action_id_, &ad_, &entry_id_, &hit_, ks))
+#define LOOKUP(id) LOOKUP_WITH(id, 0)
+#define LOOKUP_EM(id, ks) LOOKUP_WITH(id, EM_INLINE(ks))
+#define LOOKUP_EM_INDEX(id, ks) LOOKUP_WITH(id, EM_INLINE(ks) || INDEX_INLINE(ks))
 
 /* 0 if the pipeline is the one this code was generated for. */
 int

@@ -4,8 +4,9 @@
  * (bsw_worker.c): when to stop, its epoch and idle flag, how long it may
  * sleep when idle (0: never), the receive back-off's reset before each
  * probe while idle, and the switch's exact-match lookup function for each
- * key size (bsw_table_em_lookup.c; NULL where it has none), so that the
- * run loop can tell a table it may look up inline (bsw_swx_em.h). */
+ * key size (bsw_table_em_lookup.c; NULL where it has none) and the index
+ * table's (bsw_table_index.c), so that the run loop can tell a table it
+ * may look up inline (bsw_swx_em.h, bsw_swx_index.h). */
 #ifndef BSW_STRAIGHT_ENV_H
 #define BSW_STRAIGHT_ENV_H
 
@@ -21,6 +22,7 @@ struct bsw_straight_env {
 	void (*rx_reset)(void *arg);
 	void *rx_reset_arg;
 	rte_swx_table_lookup_t const *em_lookups;	/* by key size, 0 to BSW_EM_KEY_SIZE_MAX */
+	rte_swx_table_lookup_t index_lookup;
 };
 
 #endif

@@ -30,16 +30,7 @@
 #include <rte_swx_table_em.h>
 
 #include "bsw_internal.h"
-
-struct index_table {
-	uint32_t n_slots;		/* keys below this are array slots */
-	uint32_t key_size;		/* bytes: 1, 2 or 4 */
-	uint32_t key_offset;		/* of the field in the key struct, bytes */
-	uint32_t action_data_size;
-	uint32_t slot_size;		/* 8 bytes: action id + 1 (0: empty), then the data */
-	void *overflow;			/* DPDK's exact type, for keys >= n_slots */
-	uint8_t *slots;
-};
+#include "bsw_swx_index.h"
 
 static const struct rte_swx_table_ops *
 overflow_ops(void)
@@ -47,28 +38,10 @@ overflow_ops(void)
 	return &rte_swx_table_exact_match_unoptimized_ops;
 }
 
-static inline uint32_t
-key_value(const uint8_t *key, uint32_t key_size)
-{
-	uint32_t v32;
-	uint16_t v16;
-
-	switch (key_size) {
-	case 1:
-		return key[0];
-	case 2:
-		memcpy(&v16, key, 2);
-		return v16;
-	default:
-		memcpy(&v32, key, 4);
-		return v32;
-	}
-}
-
 static void
 index_free(void *table)
 {
-	struct index_table *t = table;
+	struct bsw_index_table *t = table;
 
 	if (!t)
 		return;
@@ -77,19 +50,16 @@ index_free(void *table)
 	rte_free(t);
 }
 
-/* The array slot of a key, with the key's value in *k; NULL when the key
- * is beyond the array, where the overflow holds it. */
 static inline uint8_t *
-slot_of(const struct index_table *t, const uint8_t *key, uint32_t *k)
+slot_of(const struct bsw_index_table *t, const uint8_t *key, uint32_t *k)
 {
-	*k = key_value(key, t->key_size);
-	return likely(*k < t->n_slots) ? &t->slots[(size_t)*k * t->slot_size] : NULL;
+	return bsw_index_slot_of(t, key, t->key_size, k);
 }
 
 static int
 index_add(void *table, struct rte_swx_table_entry *entry)
 {
-	struct index_table *t = table;
+	struct bsw_index_table *t = table;
 	uint64_t tag;
 	uint8_t *s;
 	uint32_t k;
@@ -109,7 +79,7 @@ index_add(void *table, struct rte_swx_table_entry *entry)
 static int
 index_del(void *table, struct rte_swx_table_entry *entry)
 {
-	struct index_table *t = table;
+	struct bsw_index_table *t = table;
 	uint8_t *s;
 	uint32_t k;
 
@@ -127,7 +97,7 @@ index_create(struct rte_swx_table_params *params, struct rte_swx_table_entry_lis
 	     const char *args, int numa_node)
 {
 	struct rte_swx_table_entry *e;
-	struct index_table *t;
+	struct bsw_index_table *t;
 
 	if (!params || (params->key_size != 1 && params->key_size != 2 && params->key_size != 4) ||
 	    !params->n_keys_max || params->n_keys_max > BSW_INDEX_MAX_SLOTS)
@@ -159,30 +129,15 @@ static int
 index_lookup(void *table, void *mailbox, uint8_t **key, uint64_t *action_id,
 	     uint8_t **action_data, size_t *entry_id, int *hit)
 {
-	struct index_table *t = table;
-	const uint8_t *s;
-	uint64_t tag;
-	uint32_t k;
+	struct bsw_index_table *t = table;
+	int status;
 
-	s = slot_of(t, &key[0][t->key_offset], &k);
-	if (unlikely(!s)) {
-		int status = overflow_ops()->lkp(t->overflow, mailbox, key, action_id, action_data,
-						 entry_id, hit);
-
-		if (*hit)
-			*entry_id += t->n_slots;	/* ids of the array and the overflow apart */
-		return status;
-	}
-	memcpy(&tag, s, 8);
-	if (!tag) {
-		*hit = 0;
+	if (likely(bsw_index_lookup_slot(t, key, action_id, action_data, entry_id, hit, t->key_size)))
 		return 1;
-	}
-	*action_id = tag - 1;
-	*action_data = (uint8_t *)(uintptr_t)(s + 8);
-	*entry_id = k;
-	*hit = 1;
-	return 1;
+	status = overflow_ops()->lkp(t->overflow, mailbox, key, action_id, action_data, entry_id, hit);
+	if (*hit)
+		*entry_id += t->n_slots;	/* ids of the array and the overflow apart */
+	return status;
 }
 
 static uint64_t

@@ -78,6 +78,7 @@ worker_main(void *arg)
 			.stop = &w->stop, .epoch = &w->epoch, .idle = &w->idle, .idle_us = w->idle_us,
 			.rx_reset = rx_backoff_reset, .rx_reset_arg = w->rx_backoff,
 			.em_lookups = bsw_table_em_lookups(),
+			.index_lookup = bsw_index_table_ops.lkp,
 		};
 
 		w->straight_run(w->p, &env);
