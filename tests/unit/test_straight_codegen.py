@@ -151,7 +151,14 @@ def test_tx_visits_only_the_emitted_headers_from_the_first_to_visit():
     assert "cp_f_h_t(d, h_h)" in code and "cp_b_h_t(d, h_h)" in code
 
 
-TABLES = """
+def _table(name: str, keys: list[str]) -> str:
+    """A spec table of action a, keyed by keys ("FIELD KIND")."""
+    key = "".join(f"\t\t{k}\n" for k in keys)
+    return (f"table {name} {{\n\tkey {{\n{key}\t}}\n\tactions {{\n\t\ta\n\t}}\n"
+            "\tdefault_action a args none\n\tsize 0x100\n}\n")
+
+
+TABLES = ("""
 struct h_t {
 \tbit<16> a
 \tbit<16> b
@@ -167,48 +174,8 @@ metadata instanceof m_t
 action a args none {
 \treturn
 }
-table by_port_y {
-\tkey {
-\t\tm.port exact
-\t\tm.y exact
-\t}
-\tactions {
-\t\ta
-\t}
-\tdefault_action a args none
-\tsize 0x100
-}
-table by_x_lpm {
-\tkey {
-\t\tm.x lpm
-\t}
-\tactions {
-\t\ta
-\t}
-\tdefault_action a args none
-\tsize 0x100
-}
-table by_header {
-\tkey {
-\t\th.h.b exact
-\t}
-\tactions {
-\t\ta
-\t}
-\tdefault_action a args none
-\tsize 0x100
-}
-table by_y {
-\tkey {
-\t\tm.y exact
-\t}
-\tactions {
-\t\ta
-\t}
-\tdefault_action a args none
-\tsize 0x100
-}
-apply {
+""" + _table("by_port_y", ["m.port exact", "m.y exact"]) + _table("by_x_lpm", ["m.x lpm"])
+    + _table("by_header", ["h.h.b exact"]) + _table("by_y", ["m.y exact"]) + """apply {
 \trx m.port
 \textract h.h
 \ttable by_port_y
@@ -217,7 +184,7 @@ apply {
 \ttable by_y
 \ttx m.port
 }
-"""
+""")
 
 
 def test_exact_tables_are_looked_up_inline_for_their_key_size():
