@@ -9,9 +9,9 @@ lookup, and the deparser writes the emitted headers in front of the payload.
 The worker calls it in place of rte_swx_pipeline_run(), over the same
 pipeline's ports, tables (through their lookup functions and
 p->table_state, so the table manager's updates apply; an exact table whose
-lookup function is the switch's for its key size is looked up inline, the
-same lookup over the same object, bsw_swx_em.h), register and meter
-arrays. Semantics follow DPDK 22.11's instructions (rte_swx_pipeline_
+lookup function is the switch's exact-match lookup for its key size, or
+the index table's, is looked up inline: the same lookup over the same
+object, bsw_swx_em.h and bsw_swx_index.h), register and meter arrays. Semantics follow DPDK 22.11's instructions (rte_swx_pipeline_
 internal.h); the generated code checks at load time that the pipeline's
 ids and layouts are the ones it was generated for.
 
