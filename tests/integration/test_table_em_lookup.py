@@ -8,7 +8,11 @@ the bng program that gets the switch's lookup is filled with random keys
 (and some deleted again, leaving holes in buckets and their extensions),
 and each inserted, deleted and never-inserted key is looked up both ways
 (bsw_table_em_compare): the hit, action id, action data and entry id must
-agree. Built in a child process (this file run as a script): the EAL is
+agree. Random keys seldom share a bucket and a signature, so groups of
+keys that do (their CRC-32C differences zero: the hash is linear) are added
+too: the switch compares a bucket's four signatures at once and the key at
+the first that matches, and must go on to the next slot where that key is
+another. Built in a child process (this file run as a script): the EAL is
 once per process.
 """
 from __future__ import annotations
@@ -22,6 +26,42 @@ import pytest
 from tests.support import child_main, run_child
 
 pytestmark = pytest.mark.root
+
+
+def crc32c(data: bytes, crc: int = 0) -> int:
+    """rte_hash_crc(data, len, crc): CRC-32C, reflected, no final XOR (the
+    tables hash from 0)."""
+    for b in data:
+        crc ^= b
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
+    return crc
+
+
+def zero_crc_differences(key_size: int) -> list[bytes]:
+    """Nonzero differences d of key_size bytes with crc32c(d) == 0: as the
+    CRC from 0 is linear, k and k ^ d then have the same hash, so the same
+    bucket and signature. From the null space of the CRC's matrix over
+    GF(2) (Gaussian elimination over the key's bits)."""
+    basis: dict[int, tuple[int, int]] = {}
+    out = []
+    for i in range(8 * key_size):
+        e = bytearray(key_size)
+        e[i // 8] = 1 << (i % 8)
+        v, combo = crc32c(bytes(e)), 1 << i
+        while v:
+            top = v.bit_length() - 1
+            if top not in basis:
+                basis[top] = (v, combo)
+                break
+            v, combo = v ^ basis[top][0], combo ^ basis[top][1]
+        if not v:
+            out.append(combo.to_bytes(key_size, "little"))
+    return out
+
+
+def xor(a: bytes, b: bytes) -> bytes:
+    return bytes(x ^ y for x, y in zip(a, b))
 
 
 def child(work: str) -> dict:
@@ -56,8 +96,17 @@ def child(work: str) -> dict:
             out[table.name] = {"status": status}
             continue
         action = next(a for a in table.actions.values() if a.id in table.entry_action_ids)
-        n = min(table.size, 4000)
-        keys = list({rng.randbytes(table.key_size) for _ in range(n)})
+        # 20 groups of 5 keys of one bucket and signature: a bucket's four
+        # slots and one in its extension.
+        ds = zero_crc_differences(table.key_size)[:3]
+        colliding = []
+        if len(ds) == 3 and table.size >= 1000:
+            for _ in range(20):
+                k = rng.randbytes(table.key_size)
+                colliding += [k, xor(k, ds[0]), xor(k, ds[1]), xor(xor(k, ds[0]), ds[1]), xor(k, ds[2])]
+            assert len({crc32c(k) for k in colliding[:5]}) == 1
+        n = min(table.size, 4000) - len(colliding)
+        keys = list(dict.fromkeys(colliding + [rng.randbytes(table.key_size) for _ in range(n)]))
         entries = [libbsw.EntryBytes(key, action.swx_id, bytes((i + j) & 0xFF for j in range(table.data_size))
                                      if table.data_size else None) for i, key in enumerate(keys)]
         batch = libbsw.OpBatch()
@@ -72,7 +121,7 @@ def child(work: str) -> dict:
         absent = [rng.randbytes(table.key_size) for _ in range(2000)]
         status, hits, differ = compare(table, keys + absent)
         out[table.name] = {"status": status, "keys": len(keys), "deleted": len(gone), "hits": hits,
-                           "differ": differ, "key_size": table.key_size}
+                           "differ": differ, "key_size": table.key_size, "colliding": len(colliding)}
     p.free()
     return out
 
@@ -86,6 +135,18 @@ def test_the_big_session_tables_get_the_switchs_lookup(result):
     fast = [name for name, r in result.items() if r["status"] == 0]
     assert any("session" in name for name in fast), result
     assert all(r["status"] in (0, -95) for r in result.values()), result     # -ENOTSUP
+
+
+def test_crc32c_is_the_standard_one():
+    """The CRC the colliding keys are made with: with CRC-32C's usual start
+    and final XOR it gives the standard check value."""
+    assert crc32c(b"123456789", 0xFFFFFFFF) ^ 0xFFFFFFFF == 0xE3069283
+    for d in zero_crc_differences(12):
+        assert any(d) and crc32c(d) == 0
+
+
+def test_keys_sharing_a_bucket_and_signature_were_looked_up(result):
+    assert any(r.get("colliding") for name, r in result.items() if "session" in name), result
 
 
 def test_every_lookup_agrees_with_dpdks(result):
