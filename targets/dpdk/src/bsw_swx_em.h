@@ -18,10 +18,6 @@
 #include <nmmintrin.h>
 #endif
 
-#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
-#error "bsw_em_lookup reads a bucket's four signatures as one little-endian word"
-#endif
-
 #define BSW_EM_KEYS_PER_BUCKET 4
 #define BSW_EM_KEY_SIZE_MAX 32	/* larger keys keep DPDK's lookup */
 
@@ -85,42 +81,9 @@ bsw_em_hash(const uint8_t *data, uint32_t len)
 #endif
 }
 
-/* The first entry from slot i on in bkt whose signature is sig and key
- * the key_size bytes at input_key, as DPDK's bucket walk finds it; 1 and
- * the results if there is one. */
-static inline __attribute__((always_inline)) int
-bsw_em_bucket_match(const struct bsw_em_table *t, const struct bsw_em_bucket *bkt, uint32_t i,
-		    uint32_t sig, const uint8_t *input_key, uint64_t *action_id, uint8_t **action_data,
-		    size_t *entry_id, uint32_t key_size)
-{
-	for (; i < BSW_EM_KEYS_PER_BUCKET; i++) {
-		uint32_t id = bkt->key_id[i];
-		const uint64_t *data;
-
-		if (bkt->sig[i] != sig ||
-		    memcmp(&t->keys[(uint64_t)id << t->key_size_shl], input_key, key_size))
-			continue;
-		data = (const uint64_t *)&t->data[(uint64_t)id << t->data_size_shl];
-		*action_id = data[0];
-		*action_data = (uint8_t *)(uintptr_t)&data[1];
-		*entry_id = id;
-		return 1;
-	}
-	return 0;
-}
-
 /* DPDK's one-step lookup (table_lookup_unoptimized) for a key of key_size
  * bytes at the table's key offset in *key: the same buckets, signatures and
- * key order, the same result. Always 1 (done), as a one-step lookup.
- *
- * A bucket's four signatures are compared at once (the zero 16-bit lanes
- * of their XOR with the key's, found without a branch per slot), and the
- * key compared at the first that matches: a walk slot by slot took a
- * branch per slot that the CPU mispredicted whenever the entry sat in
- * another slot than the last packet's, which with many sessions is most
- * packets. Where that key differs (two keys with the same bucket and
- * signature), the walk goes on from the next slot, so the first entry
- * found is DPDK's. */
+ * key order, the same result. Always 1 (done), as a one-step lookup. */
 static inline __attribute__((always_inline)) int
 bsw_em_lookup(const void *table, uint8_t *const *key, uint64_t *action_id, uint8_t **action_data,
 	      size_t *entry_id, int *hit, uint32_t key_size)
@@ -129,27 +92,24 @@ bsw_em_lookup(const void *table, uint8_t *const *key, uint64_t *action_id, uint8
 	const uint8_t *input_key = &(*key)[t->params.key_offset];
 	uint32_t sig = bsw_em_hash(input_key, key_size);
 	const struct bsw_em_bucket *bkt = &t->buckets[sig & (t->n_buckets - 1)];
-	const uint64_t lanes = 0x0001000100010001ULL;
+	uint32_t i;
 
 	sig = (sig >> 16) | 1;
-	for (; bkt; bkt = bkt->next) {
-		uint64_t sigs, x, zero;
-		uint32_t i;
+	for (; bkt; bkt = bkt->next)
+		for (i = 0; i < BSW_EM_KEYS_PER_BUCKET; i++) {
+			uint32_t id = bkt->key_id[i];
+			const uint64_t *data;
 
-		memcpy(&sigs, bkt->sig, sizeof(sigs));
-		x = sigs ^ (sig * lanes);
-		/* The lowest flagged lane is the first zero one (a borrow only
-		 * flags lanes above a zero lane). */
-		zero = (x - lanes) & ~x & (lanes << 15);
-		if (!zero)
-			continue;
-		i = (uint32_t)__builtin_ctzll(zero) >> 4;
-		if (bsw_em_bucket_match(t, bkt, i, sig, input_key, action_id, action_data, entry_id,
-					key_size)) {
+			if (bkt->sig[i] != sig ||
+			    memcmp(&t->keys[(uint64_t)id << t->key_size_shl], input_key, key_size))
+				continue;
+			data = (const uint64_t *)&t->data[(uint64_t)id << t->data_size_shl];
+			*action_id = data[0];
+			*action_data = (uint8_t *)(uintptr_t)&data[1];
+			*entry_id = id;
 			*hit = 1;
 			return 1;
 		}
-	}
 	*hit = 0;
 	return 1;
 }
