@@ -10,9 +10,8 @@ and each inserted, deleted and never-inserted key is looked up both ways
 (bsw_table_em_compare): the hit, action id, action data and entry id must
 agree. Random keys seldom share a bucket and a signature, so groups of
 keys that do (their CRC-32C differences zero: the hash is linear) are added
-too: the switch compares a bucket's four signatures at once and the key at
-the first that matches, and must go on to the next slot where that key is
-another. Built in a child process (this file run as a script): the EAL is
+too, five to a bucket: a lookup must go on past a slot whose signature
+matches but whose key is another, into the bucket's extension. Built in a child process (this file run as a script): the EAL is
 once per process.
 """
 from __future__ import annotations
