@@ -96,7 +96,9 @@ def child(work: str) -> dict:
             continue
         action = next(a for a in table.actions.values() if a.id in table.entry_action_ids)
         # 20 groups of 5 keys of one bucket and signature: a bucket's four
-        # slots and one in its extension.
+        # slots and one in its extension. Only where the key has room for
+        # such differences (over 32 bits, beyond the CRC's) and the table
+        # for 100 such keys beside the random ones.
         ds = zero_crc_differences(table.key_size)[:3]
         colliding = []
         if len(ds) == 3 and table.size >= 1000:
