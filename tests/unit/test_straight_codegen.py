@@ -201,3 +201,50 @@ def test_exact_tables_are_looked_up_inline_for_their_key_size():
     assert "index_fn = env->index_lookup;" in code
     assert "em_11 = env->em_lookups ? env->em_lookups[11] : NULL;" in code
     assert "em_2 = env->em_lookups ? env->em_lookups[2] : NULL;" in code
+
+
+PRELUDE = """
+struct bsw_frame_length_h {
+\tbit<16> length
+\tbit<16> reserved
+}
+struct h_t {
+\tbit<16> a
+\tbit<16> b
+}
+struct m_t {
+\tbit<32> port
+\tbit<16> len
+}
+header frame instanceof bsw_frame_length_h
+header h instanceof h_t
+metadata instanceof m_t
+apply {
+%s
+\tmov m.len h.frame.length
+\ttx m.port
+}
+"""
+
+
+@pytest.mark.parametrize("start,direct", [
+    ("\trx m.port\n\textract h.frame\n\textract h.h", True),
+    # a label before the extract: a jump could reach it with the packet moved
+    ("\trx m.port\nL0 :\textract h.frame\n\textract h.h", False),
+    ("\trx m.port\n\textract h.h\n\textract h.frame", False),     # not first
+    ("\trx m.port\n\textract h.frame\n\textract h.frame", False),  # twice
+    ("\trx m.port\n\tmov m.len h.h.a\n\textract h.frame", False),  # a header read before it
+])
+def test_the_frame_prelude_is_made_in_place_only_where_it_is_extracted_first(start, direct):
+    """Where the program extracts bsw_frame_length.c's prelude once and
+    before anything else touches the packet, the run loop receives beneath
+    the prelude's wrapper and makes the 4 bytes from the frame's length
+    (bsw_frame_length.c's value: the length, network order, then 0);
+    anywhere else it receives through the wrapper and extracts as SWX."""
+    code = generate(PRELUDE % start)
+    made = ("if (frx) { uint32_t pv_ = rte_cpu_to_be_32((uint32_t)(uint16_t)pkt.length << 16); "
+            "memcpy(pre, &pv_, 4); h_frame = pre; } else { h_frame = ptr; ptr += 4; }")
+    assert (made in code) is direct
+    assert ("frx[in_port].pkt_rx(frx[in_port].obj, &pkt)" in code) is direct
+    if not direct:
+        assert "h_frame = ptr; ptr += 4;" in code

@@ -31,6 +31,7 @@ class StraightError(ValueError):
 
 
 EM_KEY_SIZE_MAX = 32      # bsw_swx_em.h's BSW_EM_KEY_SIZE_MAX: larger keys have no inline lookup
+FRAME_PRELUDE = "bsw_frame_length_h"   # bsw_frame_length.c's FRAME_PRELUDE_TYPE, 4 bytes
 C_UINT = {1: "uint8_t", 2: "uint16_t", 4: "uint32_t", 8: "uint64_t"}    # by size in bytes
 
 
@@ -174,6 +175,36 @@ class Gen:
         self.written: set[str] = set()
         self.args: Struct | None = None      # the action being inlined
         self._emits: list[str] | None = None
+        self.prelude = self.frame_prelude()
+
+    def frame_prelude(self) -> str | None:
+        """The header the frame-length prelude (bsw_frame_length.c) is
+        extracted into, where the run loop may make the prelude itself from
+        the packet's length, beneath the ports' prelude wrappers: the
+        program extracts it once, and first, before any label, jump or other
+        use of the packet, so a prelude kept outside the packet reads the
+        same. Saves a call and a write in front of each frame. None
+        otherwise: the loop then receives through the wrappers."""
+        hs = [h for h, st in self.p.headers.items() if st.name == FRAME_PRELUDE and st.size == 4]
+        if len(hs) != 1:
+            return None
+        h = hs[0]
+        first = None
+        for ln in self.p.apply:
+            if re.match(r"^\w+\s*:", ln):
+                return None
+            tok = ln.split()
+            if tok[0] in ("rx", "regrd", "mov", "add", "sub", "and", "or", "xor", "shl", "shr") \
+                    and not any(x.startswith("h.") for x in tok[1:]):
+                continue
+            first = tok
+            break
+        if first != ["extract", f"h.{h}"]:
+            return None
+        bodies = [self.p.apply] + [body for _, body in self.p.actions.values()]
+        uses = sum(1 for body in bodies for ln in body
+                   if re.sub(r"^\w+\s*:\s+", "", ln).split()[:2] in (["extract", f"h.{h}"], ["lookahead", f"h.{h}"]))
+        return h if uses == 1 else None
 
     # ---- operands ----
     def _hfield(self, op: str) -> tuple[str, Field]:
@@ -248,6 +279,11 @@ class Gen:
             c.append(f"if ({'!' if op == 'jmpnh' else ''}hit) goto {label_prefix}{a[0]};")
         elif op in ("jmpa", "jmpna"):
             c.append(f"if (action_id {'==' if op == 'jmpa' else '!='} {self.aid[a[1]]}) goto {label_prefix}{a[0]};")
+        elif op == "extract" and a[0][2:] == self.prelude:
+            h, n = self.hdr(a[0])
+            c.append(f"if (frx) {{ uint32_t pv_ = rte_cpu_to_be_32((uint32_t)(uint16_t)pkt.length << 16); "
+                     f"memcpy(pre, &pv_, 4); h_{h} = pre; }} else {{ h_{h} = ptr; ptr += 4; }} "
+                     f"valid |= 1ULL << {n};")
         elif op == "extract":
             h, n = self.hdr(a[0])
             c.append(f"h_{h} = ptr; ptr += {self.p.headers[a[0][2:]].size}; valid |= 1ULL << {n};")
@@ -533,6 +569,13 @@ class Gen:
             ["\trte_swx_table_lookup_t const index_fn = env->index_lookup;"]
             + [f"\trte_swx_table_lookup_t const em_{n} = env->em_lookups ? env->em_lookups[{n}] : NULL;"
                for n in sorted(self.em_sizes)])
+        if self.prelude:
+            decl_rx = ("\tconst struct bsw_port_rx *const frx = env->frame_rx;\n"
+                       "\tuint8_t pre[4] __rte_aligned(4);")
+            rx = ("frx ? frx[in_port].pkt_rx(frx[in_port].obj, &pkt)\n"
+                  "\t\t\t  : p->in[in_port].pkt_rx(p->in[in_port].obj, &pkt)")
+        else:
+            decl_rx, rx = "", "p->in[in_port].pkt_rx(p->in[in_port].obj, &pkt)"
         names = lambda xs: ", ".join(f'"{x}"' for x in xs)  # noqa: E731
         hsizes = ", ".join(str(s.size) for s in p.headers.values())
         return TEMPLATE.format(
@@ -545,7 +588,8 @@ class Gen:
             decl_h=decl_h, decl_m=decl_m, body="\n".join("\t\t" + x for x in body),
             tx=tx, copies=copies,
             env_h=_switch_header("bsw_straight_env.h"), meter_h=_switch_header("bsw_swx_meter.h"),
-            em_h=_switch_header("bsw_swx_em.h"), index_h=_switch_header("bsw_swx_index.h"), decl_em=decl_em)
+            em_h=_switch_header("bsw_swx_em.h"), index_h=_switch_header("bsw_swx_index.h"), decl_em=decl_em,
+            decl_rx=decl_rx, rx=rx)
 
 
 def _switch_header(name: str) -> str:
@@ -869,6 +913,7 @@ bsw_straight_run(struct rte_swx_pipeline *p, const struct bsw_straight_env *env)
 	uint32_t port_next = 0, n = 0, i, k, batch = BATCH, empty = 0, sleep_us = 1;
 
 {decl_em}
+{decl_rx}
 
 	memset(hs, 0, sizeof(hs));
 	memset(kb, 0, sizeof(kb));
@@ -886,7 +931,7 @@ bsw_straight_run(struct rte_swx_pipeline *p, const struct bsw_straight_env *env)
 {decl_m}
 
 		port_next = (port_next + 1) & (p->n_ports_in - 1);
-		if (!p->in[in_port].pkt_rx(p->in[in_port].obj, &pkt))
+		if (!({rx}))
 			continue;
 		got++;
 		ptr = &pkt.pkt[pkt.offset];

@@ -5,7 +5,10 @@
  * declares the header type `bsw_frame_length_h` (bit<16> length, bit<16>
  * reserved) gets it prepended to every received frame: each input port's
  * receive function is wrapped to write the 4 bytes into the mbuf headroom.
- * The program extracts it first and never emits it. */
+ * The program extracts it first and never emits it. Straight-line code
+ * (bng_switch/straight_codegen.py) calls beneath the wrapper and makes the
+ * prelude itself. The receive back-off (bsw_rx_backoff.c) goes beneath the
+ * wrapper too, so that it stays on a port for both. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,15 +22,10 @@
 #define FRAME_PRELUDE_TYPE "struct bsw_frame_length_h"
 #define FRAME_PRELUDE_SIZE 4
 
-struct frame_length_port {
-	rte_swx_port_in_pkt_rx_t pkt_rx;
-	void *obj;
-};
-
 static int
 frame_length_rx(void *obj, struct rte_swx_pkt *pkt)
 {
-	struct frame_length_port *fp = obj;
+	const struct bsw_port_rx *fp = obj;
 	uint32_t prelude;
 
 	if (!fp->pkt_rx(fp->obj, pkt))
@@ -56,7 +54,7 @@ int
 bsw_frame_length_enable(struct bsw_instance *inst)
 {
 	struct rte_swx_pipeline *p = inst->p;
-	struct frame_length_port *ports;
+	struct bsw_port_rx *ports;
 	uint32_t i;
 
 	ports = calloc(p->n_ports_in, sizeof(*ports));

@@ -28,6 +28,7 @@ struct bsw_worker {
 	uint32_t idle_us;
 	int32_t nice;
 	struct bsw_rx_backoff *rx_backoff;	/* its instance's (bsw_rx_backoff.c) */
+	const struct bsw_port_rx *frame_rx;	/* its instance's frame_length_ports */
 	volatile uint64_t epoch;	/* incremented after every pipeline run */
 	volatile uint32_t idle;		/* 1: sleeping, no packet in flight */
 	volatile uint32_t running;
@@ -95,7 +96,9 @@ struct bsw_instance {
 	struct rte_swx_table_state *standby;
 	struct rte_ring *cpu_in;	/* pipeline -> controller */
 	struct rte_ring *cpu_out;	/* controller -> pipeline */
-	void *frame_length_ports;	/* wrapped input ports (bsw_frame_length.c) */
+	/* the receives beneath the frame-length prelude's wrappers, by input
+	 * port (bsw_frame_length.c); NULL without the prelude */
+	struct bsw_port_rx *frame_length_ports;
 	struct bsw_rx_backoff *rx_backoff;	/* wrapped input ports (bsw_rx_backoff.c) */
 };
 
@@ -125,7 +128,8 @@ int bsw_tables_release(struct bsw_pipeline *bp);
 void bsw_workers_quiesce(struct bsw_pipeline *bp);
 
 /* Receive back-off (bsw_rx_backoff.c). enable: prepare it for the
- * instance's input ports (as they are then); set, with the workers stopped:
+ * instance's input ports (as they are then, beneath the frame-length
+ * prelude's wrappers where they are; so call it after those); set, with the workers stopped:
  * wrap the ports so they skip up to max_skip tries after empty receives, or
  * unwrap them (0); reset: every port tried again from now. */
 struct bsw_rx_backoff;

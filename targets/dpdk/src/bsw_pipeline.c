@@ -646,6 +646,7 @@ bsw_pipeline_build(const char *spec_path, const char *work_dir, const char *incl
 		if (status)
 			goto error;
 		bp->workers[i].rx_backoff = bp->inst[i].rx_backoff;
+		bp->workers[i].frame_rx = bp->inst[i].frame_length_ports;
 	}
 
 	status = bsw_tables_init(bp);

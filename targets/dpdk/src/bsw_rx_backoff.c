@@ -20,7 +20,9 @@
  * port (microseconds). The worker resets the skips before its probes while
  * sleeping, which must see every port (bsw_worker.c). The wrapper is put on
  * the ports when the workers start with an idle back-off (idle_us > 0) and
- * taken off for pure polling.
+ * taken off for pure polling. Where the frame-length prelude's wrapper is on
+ * a port (bsw_frame_length.c), the back-off goes beneath it: straight-line
+ * code calls beneath the prelude's wrapper and keeps the back-off.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -33,13 +35,16 @@
 struct rx_backoff_port {
 	rte_swx_port_in_pkt_rx_t pkt_rx;
 	void *obj;
+	/* where the port's receive is called from: the pipeline's port, or
+	 * the frame-length prelude's wrapper on it */
+	rte_swx_port_in_pkt_rx_t *rx_slot;
+	void **obj_slot;
 	uint32_t skip;		/* tries still to skip */
 	uint32_t next_skip;	/* skip after the next empty try */
 	uint32_t max_skip;	/* 0: never skip */
 };
 
 struct bsw_rx_backoff {
-	struct rte_swx_pipeline *p;
 	uint32_t n_ports;
 	struct rx_backoff_port port[];
 };
@@ -72,11 +77,15 @@ bsw_rx_backoff_enable(struct bsw_instance *inst)
 	b = calloc(1, sizeof(*b) + p->n_ports_in * sizeof(b->port[0]));
 	if (!b)
 		return -ENOMEM;
-	b->p = p;
 	b->n_ports = p->n_ports_in;
 	for (i = 0; i < p->n_ports_in; i++) {
-		b->port[i].pkt_rx = p->in[i].pkt_rx;
-		b->port[i].obj = p->in[i].obj;
+		struct bsw_port_rx *fl = inst->frame_length_ports ? &inst->frame_length_ports[i] : NULL;
+		struct rx_backoff_port *bp = &b->port[i];
+
+		bp->rx_slot = fl ? &fl->pkt_rx : &p->in[i].pkt_rx;
+		bp->obj_slot = fl ? &fl->obj : &p->in[i].obj;
+		bp->pkt_rx = *bp->rx_slot;
+		bp->obj = *bp->obj_slot;
 	}
 	inst->rx_backoff = b;
 	return 0;
@@ -108,7 +117,7 @@ bsw_rx_backoff_set(struct bsw_rx_backoff *b, uint32_t max_skip)
 
 		bp->max_skip = max_skip;
 		/* Pure polling gets the ports as they were: not even the wrapper's call. */
-		b->p->in[i].pkt_rx = max_skip ? rx_backoff_rx : bp->pkt_rx;
-		b->p->in[i].obj = max_skip ? (void *)bp : bp->obj;
+		*bp->rx_slot = max_skip ? rx_backoff_rx : bp->pkt_rx;
+		*bp->obj_slot = max_skip ? (void *)bp : bp->obj;
 	}
 }

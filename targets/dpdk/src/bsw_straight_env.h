@@ -6,13 +6,24 @@
  * probe while idle, and the switch's exact-match lookup function for each
  * key size (bsw_table_em_lookup.c; NULL where it has none) and the index
  * table's (bsw_table_index.c), so that the run loop can tell a table it
- * may look up inline (bsw_swx_em.h, bsw_swx_index.h). */
+ * may look up inline (bsw_swx_em.h, bsw_swx_index.h), and, where the spec
+ * has the frame-length prelude, each input port's receive beneath the
+ * prelude's wrapper (bsw_frame_length.c), which the run loop calls itself
+ * so that it can make the prelude where the program reads it, without the
+ * wrapper's call and its write in front of the frame. */
 #ifndef BSW_STRAIGHT_ENV_H
 #define BSW_STRAIGHT_ENV_H
 
 #include <stdint.h>
 
+#include <rte_swx_port.h>
 #include <rte_swx_table.h>
+
+/* An input port's receive: as the pipeline's port_in_runtime holds it. */
+struct bsw_port_rx {
+	rte_swx_port_in_pkt_rx_t pkt_rx;
+	void *obj;
+};
 
 struct bsw_straight_env {
 	volatile uint32_t *stop;
@@ -23,6 +34,7 @@ struct bsw_straight_env {
 	void *rx_reset_arg;
 	rte_swx_table_lookup_t const *em_lookups;	/* by key size, 0 to BSW_EM_KEY_SIZE_MAX */
 	rte_swx_table_lookup_t index_lookup;
+	const struct bsw_port_rx *frame_rx;	/* by input port; NULL: no prelude */
 };
 
 #endif
