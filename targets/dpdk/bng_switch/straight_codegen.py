@@ -180,11 +180,13 @@ class Gen:
     def frame_prelude(self) -> str | None:
         """The header the frame-length prelude (bsw_frame_length.c) is
         extracted into, where the run loop may make the prelude itself from
-        the packet's length, beneath the ports' prelude wrappers: the
-        program extracts it once, and first, before any label, jump or other
-        use of the packet, so a prelude kept outside the packet reads the
-        same. Saves a call and a write in front of each frame. None
-        otherwise: the loop then receives through the wrappers."""
+        the packet's length and receive beneath the ports' prelude wrappers
+        (env->frame_rx; NULL where the ports have none): the program
+        extracts it once, and first, before any label, jump or other use of
+        the packet, so a prelude kept outside the packet reads the same.
+        Saves a call and a write in front of each frame, and the program's
+        read of the length from memory. None otherwise: the loop then
+        receives through the wrappers."""
         hs = [h for h, st in self.p.headers.items() if st.name == FRAME_PRELUDE and st.size == 4]
         if len(hs) != 1:
             return None
@@ -281,9 +283,8 @@ class Gen:
             c.append(f"if (action_id {'==' if op == 'jmpa' else '!='} {self.aid[a[1]]}) goto {label_prefix}{a[0]};")
         elif op == "extract" and a[0][2:] == self.prelude:
             h, n = self.hdr(a[0])
-            c.append(f"if (frx) {{ uint32_t pv_ = rte_cpu_to_be_32((uint32_t)(uint16_t)pkt.length << 16); "
-                     f"memcpy(pre, &pv_, 4); h_{h} = pre; }} else {{ h_{h} = ptr; ptr += 4; }} "
-                     f"valid |= 1ULL << {n};")
+            c.append(f"{{ uint32_t pv_ = rte_cpu_to_be_32((uint32_t)(uint16_t)pkt.length << 16); "
+                     f"memcpy(pre, &pv_, 4); h_{h} = pre; valid |= 1ULL << {n}; }}")
         elif op == "extract":
             h, n = self.hdr(a[0])
             c.append(f"h_{h} = ptr; ptr += {self.p.headers[a[0][2:]].size}; valid |= 1ULL << {n};")

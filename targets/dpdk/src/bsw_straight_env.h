@@ -34,7 +34,8 @@ struct bsw_straight_env {
 	void *rx_reset_arg;
 	rte_swx_table_lookup_t const *em_lookups;	/* by key size, 0 to BSW_EM_KEY_SIZE_MAX */
 	rte_swx_table_lookup_t index_lookup;
-	const struct bsw_port_rx *frame_rx;	/* by input port; NULL: no prelude */
+	/* by input port, beneath the prelude's wrappers; NULL: no wrappers */
+	const struct bsw_port_rx *frame_rx;
 };
 
 #endif
