@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import statistics
 import sys
 from dataclasses import dataclass
@@ -256,6 +257,19 @@ def spread_flows(sessions: int, n_flows: int) -> list[int]:
     return list(range(0, sessions, step))[:n_flows]
 
 
+def flow_order(n_flows: int, shuffle: bool) -> list[int]:
+    """The order the flows' frames are sent in, as positions in the flow
+    list: as listed (by session index), or shuffled with a fixed seed. In
+    session order the per-session entries (table keys and data, counters)
+    are read at a fixed stride, which the CPU's prefetchers follow once the
+    traffic covers every session (--flows as --sessions); no subscriber
+    traffic comes in that order."""
+    order = list(range(n_flows))
+    if shuffle:
+        random.Random(1).shuffle(order)
+    return order
+
+
 def role_pipeline(lib, prog, work: Path, iospecs: list[str], dpdk_include: str, mode: str, one_step: bool,
                   role: str, sessions: int):
     """The bng pipeline built in `work` with the entries of `sessions`
@@ -302,11 +316,13 @@ def run_child(args) -> dict:
     prog = load_program("bng", work, "bng.spec")
     ro = Readouts.of(prog)
     flows = spread_flows(args.sessions, args.flows)
+    order = flow_order(len(flows), args.shuffle)
+    flows = [flows[k] for k in order]
 
     out: dict = {}
     for size in args.frame_sizes.split(","):
         res = out[size] = {}
-        make_pcap(pcap, size, len(flows))          # as many flows as the roles, each with its entry
+        make_pcap(pcap, size, len(flows), order)   # as many flows as the roles, each with its entry, in their order
         base = lib.pipeline_build(L2FWD_SPEC, str(work), cfg.dpdk_include, iospecs, mode)
         res["baseline"] = {"frame_size": size, "avg_frame_b": _avg(frame_sizes(size, len(flows))),
                            "runs": [measure_mpps(base, PORT, args.seconds, args.workers) for _ in range(args.runs)]}
@@ -355,6 +371,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sessions", type=int, default=40_000)
     ap.add_argument("--flows", type=int, default=1024, help="sessions the traffic cycles over")
+    ap.add_argument("--shuffle", action="store_true",
+                    help="send the flows in a random order (fixed seed), the baseline's too, rather than by "
+                         "session index")
     ap.add_argument("--frame-sizes", default="64",
                     help="comma-separated frame sizes in bytes (FCS included) and/or imix")
     ap.add_argument("--workers", type=int, default=1, help="worker lcores (the machine needs workers+1 cores)")

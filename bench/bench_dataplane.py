@@ -44,12 +44,14 @@ def frame_sizes(label: str | int, n: int) -> list[int]:
     return [int(label)] * n
 
 
-def make_pcap(path: Path, frame_size: int | str, n_flows: int) -> None:
+def make_pcap(path: Path, frame_size: int | str, n_flows: int, order: list[int] | None = None) -> None:
+    """n_flows frames, flow i to dst MAC 02:00:00:x:y:z and IPv4 10.x.y.z
+    (i's bytes), in flow order or in the order given (a permutation)."""
     from scapy.layers.inet import IP, UDP
     from scapy.layers.l2 import Ether
     from scapy.utils import wrpcap
     pkts = []
-    for i, size in enumerate(frame_sizes(frame_size, n_flows)):
+    for i, size in zip(order if order is not None else range(n_flows), frame_sizes(frame_size, n_flows)):
         p = Ether(src="02:00:00:00:00:01", dst=f"02:00:00:{(i >> 16) & 0xff:02x}:{(i >> 8) & 0xff:02x}:{i & 0xff:02x}")
         p = p / IP(src="10.0.0.1", dst=f"10.{(i >> 16) & 0xff}.{(i >> 8) & 0xff}.{i & 0xff}") / UDP(sport=1000, dport=2000)
         pad = size - 4 - len(p)  # frame sizes count the FCS, as line-rate figures do
