@@ -401,12 +401,12 @@ def main() -> int:
         return 0
 
     print(f"bench-bng: {args.sessions} sessions per role{' (policed)' if args.policed else ''}, "
-          f"traffic over {args.flows}, frames {args.frame_sizes}, "
+          f"traffic over {args.flows}{' (shuffled)' if args.shuffle else ''}, frames {args.frame_sizes}, "
           f"{args.workers} worker(s), {args.runs} x {args.seconds}s runs; baselines l2fwd.spec and p4_l2fwd "
           f"({args.sessions} entries) at each size",
           flush=True)
-    results = run_modes(__file__, args, ("sessions", "flows", "frame_sizes", "workers", "seconds", "runs", "roles",
-                                         "lookup", "policed", "hand_written", "straight"))
+    results = run_modes(__file__, args, ("sessions", "flows", "shuffle", "frame_sizes", "workers", "seconds", "runs",
+                                         "roles", "lookup", "policed", "hand_written", "straight"))
     if results is None:
         return 1
     for by_size in results.values():
