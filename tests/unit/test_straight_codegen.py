@@ -175,13 +175,15 @@ action a args none {
 \treturn
 }
 """ + _table("by_port_y", ["m.port exact", "m.y exact"]) + _table("by_x_lpm", ["m.x lpm"])
-    + _table("by_header", ["h.h.b exact"]) + _table("by_y", ["m.y exact"]) + """apply {
+    + _table("by_header", ["h.h.b exact"]) + _table("by_y", ["m.y exact"]) + _table("by_y_lpm", ["m.y lpm"])
+    + """apply {
 \trx m.port
 \textract h.h
 \ttable by_port_y
 \ttable by_x_lpm
 \ttable by_header
 \ttable by_y
+\ttable by_y_lpm
 \ttx m.port
 }
 """)
@@ -201,6 +203,17 @@ def test_exact_tables_are_looked_up_inline_for_their_key_size():
     assert "index_fn = env->index_lookup;" in code
     assert "em_11 = env->em_lookups ? env->em_lookups[11] : NULL;" in code
     assert "em_2 = env->em_lookups ? env->em_lookups[2] : NULL;" in code
+
+
+def test_32_bit_lpm_tables_are_looked_up_inline():
+    """An LPM table on one 32-bit field may be the switch's IPv4 FIB
+    (bsw_table_lpm.c): looked up inline when its function is that one
+    (lpm32_fn, from the worker); an LPM table on another width keeps the
+    call."""
+    code = generate(TABLES)
+    assert "LOOKUP_LPM32(4);" in code
+    assert "LOOKUP(1);" in code and "LOOKUP_LPM32(1)" not in code      # by_x_lpm: 16 bits
+    assert "lpm32_fn = env->lpm32_lookup;" in code
 
 
 PRELUDE = """

@@ -22,16 +22,7 @@
 #include <rte_malloc.h>
 
 #include "bsw_internal.h"
-
-#define NO_RULE UINT32_MAX
-
-struct lpm32_table {
-	struct rte_lpm *lpm;
-	uint32_t key_offset;		/* of the field in the key struct, bytes */
-	uint32_t entry_data_size;	/* action id (8 bytes), then its data */
-	uint32_t default_rule;		/* a /0 entry (rte_lpm has no depth 0) */
-	uint8_t *data;			/* entry_data_size per rule */
-};
+#include "bsw_swx_lpm.h"
 
 /* The prefix length of a host-order mask, or -1 if it is no prefix. */
 static int
@@ -47,7 +38,7 @@ prefix_len(uint32_t mask)
 static void
 lpm32_free(void *table)
 {
-	struct lpm32_table *t = table;
+	struct bsw_lpm32_table *t = table;
 
 	if (!t)
 		return;
@@ -63,7 +54,7 @@ lpm32_create(struct rte_swx_table_params *params, struct rte_swx_table_entry_lis
 	static atomic_uint serial;
 	struct rte_swx_table_entry *e;
 	struct rte_lpm_config cfg;
-	struct lpm32_table *t;
+	struct bsw_lpm32_table *t;
 	char name[RTE_LPM_NAMESIZE];
 	uint32_t n = 0, rule = 0;
 
@@ -77,7 +68,7 @@ lpm32_create(struct rte_swx_table_params *params, struct rte_swx_table_entry_lis
 		return NULL;
 	t->key_offset = params->key_offset;
 	t->entry_data_size = 8 + params->action_data_size;
-	t->default_rule = NO_RULE;
+	t->default_rule = BSW_LPM32_NO_RULE;
 	t->data = rte_zmalloc_socket("bsw_lpm32_data", (size_t)(n ? n : 1) * t->entry_data_size,
 				     RTE_CACHE_LINE_SIZE, numa_node);
 	snprintf(name, sizeof(name), "bsw_lpm32_%u", atomic_fetch_add(&serial, 1));
@@ -120,24 +111,8 @@ static int
 lpm32_lookup(void *table, void *mailbox, uint8_t **key, uint64_t *action_id, uint8_t **action_data,
 	     size_t *entry_id, int *hit)
 {
-	struct lpm32_table *t = table;
-	uint32_t addr, rule;
-	uint8_t *d;
-
-	memcpy(&addr, &key[0][t->key_offset], 4);
-	if (rte_lpm_lookup(t->lpm, addr, &rule) != 0) {
-		rule = t->default_rule;
-		if (rule == NO_RULE) {
-			*hit = 0;
-			return 1;
-		}
-	}
-	d = &t->data[(size_t)rule * t->entry_data_size];
-	memcpy(action_id, d, 8);
-	*action_data = d + 8;
-	*entry_id = rule;
-	*hit = 1;
-	return 1;
+	RTE_SET_USED(mailbox);
+	return bsw_lpm32_lookup(table, key, action_id, action_data, entry_id, hit);
 }
 
 static uint64_t
