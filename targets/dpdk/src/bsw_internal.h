@@ -129,9 +129,10 @@ void bsw_workers_quiesce(struct bsw_pipeline *bp);
 
 /* Receive back-off (bsw_rx_backoff.c). enable: prepare it for the
  * instance's input ports (as they are then, beneath the frame-length
- * prelude's wrappers where they are; so call it after those); set, with the workers stopped:
- * wrap the ports so they skip up to max_skip tries after empty receives, or
- * unwrap them (0); reset: every port tried again from now. */
+ * prelude's wrappers where there are some: so call it after those); set,
+ * with the workers stopped: wrap the ports so they skip up to max_skip
+ * tries after empty receives, or unwrap them (0); reset: every port tried
+ * again from now. */
 struct bsw_rx_backoff;
 int bsw_rx_backoff_enable(struct bsw_instance *inst);
 void bsw_rx_backoff_set(struct bsw_rx_backoff *b, uint32_t max_skip);

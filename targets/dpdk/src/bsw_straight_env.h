@@ -7,11 +7,11 @@
  * key size (bsw_table_em_lookup.c; NULL where it has none) and the index
  * table's (bsw_table_index.c) and the LPM table's (bsw_table_lpm.c), so
  * that the run loop can tell a table it may look up inline (bsw_swx_em.h,
- * bsw_swx_index.h, bsw_swx_lpm.h), and, where the spec
- * has the frame-length prelude, each input port's receive beneath the
- * prelude's wrapper (bsw_frame_length.c), which the run loop calls itself
- * so that it can make the prelude where the program reads it, without the
- * wrapper's call and its write in front of the frame. */
+ * bsw_swx_index.h, bsw_swx_lpm.h); and, where the spec has the frame-length
+ * prelude, each input port's receive beneath the prelude's wrapper
+ * (bsw_frame_length.c), which the run loop calls itself so that it can make
+ * the prelude where the program reads it, without the wrapper's call and
+ * its write in front of the frame. */
 #ifndef BSW_STRAIGHT_ENV_H
 #define BSW_STRAIGHT_ENV_H
 
