@@ -32,6 +32,7 @@ class StraightError(ValueError):
 
 EM_KEY_SIZE_MAX = 32      # bsw_swx_em.h's BSW_EM_KEY_SIZE_MAX: larger keys have no inline lookup
 FRAME_PRELUDE = "bsw_frame_length_h"   # bsw_frame_length.c's FRAME_PRELUDE_TYPE, 4 bytes
+ALU = {"add": "+", "sub": "-", "and": "&", "or": "|", "xor": "^", "shl": "<<", "shr": ">>"}    # C operators
 C_UINT = {1: "uint8_t", 2: "uint16_t", 4: "uint32_t", 8: "uint64_t"}    # by size in bytes
 
 
@@ -155,6 +156,12 @@ def _ident(s: str) -> str:
     return re.sub(r"[^A-Za-z0-9_]", "_", s)
 
 
+def _split_label(line: str) -> tuple[str, str]:
+    """An instruction line's label ("" if it has none) and its instruction."""
+    m = re.match(r"^(\w+)\s*:\s+(.*)$", line)
+    return (m.group(1), m.group(2)) if m else ("", line)
+
+
 class Gen:
     """C for one program. Operands: h.HDR.FIELD (network byte order in the
     header's bytes), h.HDR (a whole header, checksums only), m.FIELD (a
@@ -195,11 +202,11 @@ class Gen:
         h = hs[0]
         first = None
         for ln in self.p.apply:
-            if re.match(r"^\w+\s*:", ln):
+            lab, ins = _split_label(ln)
+            if lab:
                 return None
-            tok = ln.split()
-            if tok[0] in ("rx", "regrd", "mov", "add", "sub", "and", "or", "xor", "shl", "shr") \
-                    and not any(x.startswith("h.") for x in tok[1:]):
+            tok = ins.split()
+            if (tok[0] in ("rx", "regrd", "mov") or tok[0] in ALU) and not any(x.startswith("h.") for x in tok[1:]):
                 continue
             first = tok
             break
@@ -207,7 +214,7 @@ class Gen:
             return None
         bodies = [self.p.apply] + [body for _, body in self.p.actions.values()]
         uses = sum(1 for body in bodies for ln in body
-                   if re.sub(r"^\w+\s*:\s+", "", ln).split()[:2] in (["extract", f"h.{h}"], ["lookahead", f"h.{h}"]))
+                   if _split_label(ln)[1].split()[:2] in (["extract", f"h.{h}"], ["lookahead", f"h.{h}"]))
         return h if uses == 1 else None
 
     # ---- operands ----
@@ -254,23 +261,19 @@ class Gen:
 
     # ---- instructions ----
     def instr(self, line: str, label_prefix: str, end_label: str | None) -> list[str]:
-        lab = ""
-        m = re.match(r"^(\w+)\s*:\s+(.*)$", line)
-        if m:
-            lab, line = m.group(1), m.group(2)
+        lab, line = _split_label(line)
         tok = line.split()
         op, a = tok[0], tok[1:]
         c: list[str] = [f"{label_prefix}{lab}: ;"] if lab else []
-        alu = {"add": "+", "sub": "-", "and": "&", "or": "|", "xor": "^", "shl": "<<", "shr": ">>"}
         target, wrote = (a[4] if op == "meter" else a[0] if a else ""), ""
-        if op in alu or op in ("mov", "validate", "regrd", "rx", "entryid", "ckadd", "cksub", "meter"):
+        if op in ALU or op in ("mov", "validate", "regrd", "rx", "entryid", "ckadd", "cksub", "meter"):
             if target.startswith("h."):
                 wrote = target[2:].split(".")[0]
         cmp = {"jmpeq": "==", "jmpneq": "!=", "jmpgt": ">", "jmplt": "<"}
         if op == "mov":
             c.append(self.write(a[0], self.read(a[1])))
-        elif op in alu:
-            c.append(self.write(a[0], f"{self.read(a[0])} {alu[op]} {self.read(a[1])}"))
+        elif op in ALU:
+            c.append(self.write(a[0], f"{self.read(a[0])} {ALU[op]} {self.read(a[1])}"))
         elif op == "jmp":
             c.append(f"goto {label_prefix}{a[0]};")
         elif op in cmp:
@@ -471,7 +474,7 @@ class Gen:
         once."""
         if self._emits is not None:
             return self._emits
-        ops = [re.sub(r"^\w+\s*:\s+", "", ln).split() for ln in self.p.apply]
+        ops = [_split_label(ln)[1].split() for ln in self.p.apply]
         at = [i for i, t in enumerate(ops) if t[0] == "emit"]
         if not at:
             self._emits = []
