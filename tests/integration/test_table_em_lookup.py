@@ -11,8 +11,8 @@ and each inserted, deleted and never-inserted key is looked up both ways
 agree. Random keys seldom share a bucket and a signature, so groups of
 keys that do (their CRC-32C differences zero: the hash is linear) are added
 too, five to a bucket: a lookup must go on past a slot whose signature
-matches but whose key is another, into the bucket's extension. Built in a child process (this file run as a script): the EAL is
-once per process.
+matches but whose key is another, into the bucket's extension. Built in a
+child process (this file run as a script): the EAL is once per process.
 """
 from __future__ import annotations
 
