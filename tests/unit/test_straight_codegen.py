@@ -261,3 +261,80 @@ def test_the_frame_prelude_is_made_in_place_only_where_it_is_extracted_first(sta
     assert ("frx[in_port].pkt_rx(frx[in_port].obj, &pkt)" in code) is direct
     if not direct:
         assert "h_frame = ptr; ptr += 4;" in code
+
+
+def _prefetch_spec(between: str, size: int = 0x10000, before: str = "") -> str:
+    """A program that runs `before`, writes its key field m.x, runs
+    `between` (eight metadata moves by default) and looks m.x up in `big`
+    (of `size` entries) unless h is invalid; `small`, of 256 entries, has
+    an action that writes m.x."""
+    filler = "".join(f"\tmov m.y {n}\n" for n in range(8))
+    return ("""
+struct h_t {
+\tbit<16> a
+}
+struct m_t {
+\tbit<32> port
+\tbit<16> x
+\tbit<32> y
+}
+header h instanceof h_t
+metadata instanceof m_t
+action a args none {
+\treturn
+}
+action w args none {
+\tmov m.x 0x1
+\treturn
+}
+""" + _table("big", ["m.x exact"]).replace("size 0x100", f"size {size:#x}")
+        + _table("big2", ["m.y exact"]).replace("size 0x100", "size 0x10000")
+        + _table("small", ["m.y exact"]).replace("\t\ta\n", "\t\ta\n\t\tw\n")
+        + "apply {\n\trx m.port\n\textract h.h\n" + before + "\tmov m.x h.h.a\n"
+        + (between or filler) + "\tjmpnv LABEL_END h.h\n\ttable big\nLABEL_END :\ttx m.port\n}\n")
+
+
+PREFETCH = ("if ((valid & (1ULL << 0))) {", "PREFETCH_EM(0, 2);")
+
+
+def _prefetched_after(code: str) -> str | None:
+    """The generated line right before the early prefetch, None if none."""
+    lines = [ln.strip() for ln in code.splitlines()]
+    for i, ln in enumerate(lines):
+        if ln == PREFETCH[0] and PREFETCH[1] in lines[i + 1:i + 4]:
+            return lines[i - 1]
+    return None
+
+
+EIGHT = "".join(f"\tmov m.y {n}\n" for n in range(8))
+
+
+@pytest.mark.parametrize("before, between, after", [
+    # the key's last write, then eight instructions: prefetched right after it
+    ("", "", "m_x = (ld_be(h_h + 0, 2)) & 0xffffULL;"),
+    # a jump within the stretch changes nothing
+    ("", "\tjmpeq LABEL_IN m.y 0x0\n\tmov m.y 1\nLABEL_IN :\tmov m.y 2\n" + EIGHT,
+     "m_x = (ld_be(h_h + 0, 2)) & 0xffffULL;"),
+    # a table whose action writes the key: prefetched after that table, if far enough ahead
+    ("", "\ttable small\n" + EIGHT, "L_ACT_END_1: ;"),
+    ("", "\ttable small\n\tmov m.y 1\n", None),
+    # a label in the stretch that a jump from before it enters: prefetched after the label
+    ("\tjmpeq LABEL_IN m.y 0x0\n", "\tmov m.y 1\nLABEL_IN :\tmov m.y 2\n" + EIGHT, "L_LABEL_IN: ;"),
+    # another large table on the way: this lookup likely waits on it, no prefetch
+    ("", "\ttable big2\n" + EIGHT, None),
+    # unless it is on another way
+    ("", "\tjmpeq LABEL_OTHER m.y 0x0\n" + EIGHT + "\tjmp LABEL_BIG\nLABEL_OTHER :\ttable big2\n"
+     "\tjmp LABEL_END\nLABEL_BIG :\tmov m.y 9\n", "m_x = (ld_be(h_h + 0, 2)) & 0xffffULL;"),
+    # h's validity changed on the way: no guard to tell packets bound elsewhere, no prefetch
+    ("", "\tinvalidate h.h\n" + EIGHT, None),
+])
+def test_a_large_exact_tables_bucket_is_prefetched_where_its_key_is_final(before, between, after):
+    """Gen.early_prefetches: the key is stored and its bucket prefetched
+    at the earliest place from which nothing writes the key's bytes before
+    the lookup and which the code up to the lookup is entered through
+    only, guarded by the validity jumps that skip the lookup."""
+    assert _prefetched_after(generate(_prefetch_spec(between, before=before))) == after
+
+
+def test_small_tables_are_not_prefetched_early():
+    assert _prefetched_after(generate(_prefetch_spec("", size=0x400))) is None

@@ -11,9 +11,12 @@ pipeline's ports, tables (through their lookup functions and
 p->table_state, so the table manager's updates apply; an exact table whose
 lookup function is the switch's exact-match lookup for its key size, or
 the index table's, is looked up inline: the same lookup over the same
-object, bsw_swx_em.h and bsw_swx_index.h), register and meter arrays. Semantics follow DPDK 22.11's instructions (rte_swx_pipeline_
-internal.h); the generated code checks at load time that the pipeline's
-ids and layouts are the ones it was generated for.
+object, bsw_swx_em.h and bsw_swx_index.h), register and meter arrays. A
+large exact table's key is hashed and its bucket prefetched as soon as the
+key is final (Gen.early_prefetches), ahead of the lookup. Semantics follow
+DPDK 22.11's instructions (rte_swx_pipeline_internal.h); the generated
+code checks at load time that the pipeline's ids and layouts are the ones
+it was generated for.
 
 Only the instructions p4c-dpdk emits for the programs here are handled; any
 other is refused with its line, so a program that needs more fails at
@@ -34,6 +37,8 @@ EM_KEY_SIZE_MAX = 32      # bsw_swx_em.h's BSW_EM_KEY_SIZE_MAX: larger keys have
 FRAME_PRELUDE = "bsw_frame_length_h"   # bsw_frame_length.c's FRAME_PRELUDE_TYPE, 4 bytes
 ALU = {"add": "+", "sub": "-", "and": "&", "or": "|", "xor": "^", "shl": "<<", "shr": ">>"}    # C operators
 C_UINT = {1: "uint8_t", 2: "uint16_t", 4: "uint32_t", 8: "uint64_t"}    # by size in bytes
+PREFETCH_MIN_ENTRIES = 0x4000   # exact tables this large have their bucket prefetched early (early_prefetches)
+PREFETCH_MIN_LEAD = 8           # instructions between the prefetch and the lookup, at least
 
 
 @dataclass
@@ -66,6 +71,7 @@ class Table:
     actions: list[str]
     exact: bool = False          # every key field matched exact
     lpm: bool = False            # one key field, matched lpm
+    size: int = 0                # entries, as the spec sizes it
 
 
 @dataclass
@@ -122,7 +128,7 @@ def parse(text: str) -> Program:
         elif tok[0] in ("table", "learner", "selector"):
             if tok[0] != "table":
                 raise StraightError(f"{tok[0]} {tok[1]}: not handled")
-            keys, kinds, acts, depth, section = [], [], [], 1, None
+            keys, kinds, acts, depth, section, size = [], [], [], 1, None, 0
             while depth:
                 s = lines[i].strip()
                 i += 1
@@ -137,8 +143,10 @@ def parse(text: str) -> Program:
                     kinds.append(s.split()[1])
                 elif section == "actions":
                     acts.append(s.split()[0])
+                elif depth == 1 and s.split()[:1] == ["size"]:
+                    size = int(s.split()[1], 0)
             prog.tables[tok[1]] = Table(tok[1], keys, acts, bool(kinds) and set(kinds) == {"exact"},
-                                        kinds == ["lpm"])
+                                        kinds == ["lpm"], size)
         elif tok[0] == "apply":
             while lines[i].strip() != "}":
                 if lines[i].strip():
@@ -185,6 +193,98 @@ class Gen:
         self.args: Struct | None = None      # the action being inlined
         self._emits: list[str] | None = None
         self.prelude = self.frame_prelude()
+
+    def meta_writes(self, ins: str) -> set[str]:
+        """The metadata fields an apply instruction may write: a table's,
+        those its actions write."""
+        tok = ins.split()
+        op, a = tok[0], tok[1:]
+        if op == "table":
+            return {f for an in self.p.tables[a[0]].actions
+                    for ln in self.p.actions[an][1] for f in self.meta_writes(_split_label(ln)[1])}
+        target = a[4] if op == "meter" else a[0] if op in ALU or op in ("mov", "regrd", "rx", "entryid") else ""
+        return {target[2:]} if target.startswith("m.") else set()
+
+    def header_changes(self, ins: str) -> set[str]:
+        """The headers whose validity an apply instruction may change."""
+        tok = ins.split()
+        op, a = tok[0], tok[1:]
+        if op == "table":
+            return {h for an in self.p.tables[a[0]].actions
+                    for ln in self.p.actions[an][1] for h in self.header_changes(_split_label(ln)[1])}
+        return {a[0][2:]} if op in ("extract", "lookahead", "validate", "invalidate") else set()
+
+    def early_prefetches(self) -> dict[int, list[str]]:
+        """Where, by apply instruction, to store the key of a large exact
+        table's lookup and prefetch its bucket ahead of the lookup: the
+        wait for the bucket was pppoe_up's largest single cost (perf), and
+        the CPU cannot start that load before it reaches the code that
+        stores the key. The place is the earliest from which no instruction
+        up to the lookup writes the key's bytes (nor any action of a table
+        on the way) and which the code up to the lookup is entered through
+        only, so the key there is the key at the lookup. Skipped where
+        another large table's lookup leads to this one (which then likely
+        waits on its result, and has its own prefetch) and where no header's
+        validity tells the packets bound for the lookup: the prefetch is
+        guarded by the jmpv/jmpnv that leave the stretch (the headers'
+        validity unchanged on the way), so packets bound for another table
+        do not pay for this one's hash. A hint only: a packet that passes
+        the guard and still misses the lookup pays the hash."""
+        apply = [_split_label(ln) for ln in self.p.apply]
+        at = {lab: i for i, (lab, _) in enumerate(apply) if lab}
+        jumps: dict[str, list[int]] = {}
+        for i, (_, ins) in enumerate(apply):
+            tok = ins.split()
+            if tok[0].startswith("jmp"):
+                jumps.setdefault(tok[1], []).append(i)
+        out: dict[int, list[str]] = {}
+
+        def big(ins: str) -> bool:
+            tok = ins.split()
+            return tok[0] == "table" and self.p.tables[tok[1]].exact and self.p.tables[tok[1]].size >= PREFETCH_MIN_ENTRIES
+
+        for p_i, (_, ins) in enumerate(apply):
+            tok = ins.split()
+            if tok[0] != "table":
+                continue
+            t = self.p.tables[tok[1]]
+            if not (t.exact and t.size >= PREFETCH_MIN_ENTRIES and t.keys and all(k.startswith("m.") for k in t.keys)):
+                continue
+            fields = [self.p.meta.field(k[2:]) for k in t.keys]
+            lo = min(f.offset for f in fields)
+            hi = max(f.offset + f.bits // 8 for f in fields)
+            if hi - lo > EM_KEY_SIZE_MAX:
+                continue
+            in_key = {f.name for f in self.p.meta.fields if f.offset < hi and f.offset + f.bits // 8 > lo}
+            q = p_i
+            while q > 0 and not self.meta_writes(apply[q - 1][1]) & in_key:
+                q -= 1
+            while q < p_i and any(not q <= j < p_i for i in range(q + 1, p_i) for j in jumps.get(apply[i][0], [])):
+                q += 1
+            # which instructions of the stretch lead to the lookup (p4c's jumps go forward)
+            leads = [False] * (p_i - q)
+            for i in range(p_i - 1, q - 1, -1):
+                op, a = apply[i][1].split()[0], apply[i][1].split()[1:]
+                nxt = [] if op in ("jmp", "tx", "drop") else [i + 1]
+                if op.startswith("jmp"):
+                    nxt.append(at[a[0]])
+                leads[i - q] = any(n == p_i or (i < n < p_i and leads[n - q]) for n in nxt)
+            # another large table on the way: this one's lookup likely waits on its result
+            if p_i - q < PREFETCH_MIN_LEAD or any(big(apply[i][1]) and leads[i - q] for i in range(q, p_i)):
+                continue
+            changed = {h for i in range(q, p_i) for h in self.header_changes(apply[i][1])}
+            guard = []
+            for i in range(q, p_i):
+                op, a = apply[i][1].split()[0], apply[i][1].split()[1:]
+                if op in ("jmpv", "jmpnv") and not q <= at.get(a[0], -1) <= p_i and a[1][2:] not in changed:
+                    guard.append(f"{'' if op == 'jmpnv' else '!'}(valid & (1ULL << {self.hid[a[1][2:]]}))")
+            if not guard:
+                continue
+            ks = hi - lo
+            self.em_sizes.add(ks)
+            code = self.key_stores(fields) + [f"PREFETCH_EM({self.tid[t.name]}, {ks});"]
+            out.setdefault(q, []).extend([f"if ({' && '.join(guard)}) {{"] + ["\t" + x for x in code] + ["}"])
+        return out
 
     def frame_prelude(self) -> str | None:
         """The header the frame-length prelude (bsw_frame_length.c) is
@@ -569,8 +669,13 @@ class Gen:
         emitted_structs = sorted({p.headers[h].name for h in self.emits()})
         copies = "\n".join(self.copy_fn(sn, b) for sn in emitted_structs for b in (False, True))
         body = []
-        for ln in p.apply:
-            body += self.instr(ln, "L_", None)
+        early = self.early_prefetches()
+        for i, ln in enumerate(p.apply):
+            c = self.instr(ln, "L_", None)
+            if i in early:
+                at = 1 if _split_label(ln)[0] else 0     # after the label: every way in passes it
+                c[at:at] = early[i]
+            body += c
         decl_h = "\n".join(f"\t\tuint8_t *h_{_ident(h)} = hs[{n}];" for h, n in self.hid.items())
         decl_m = "\n".join(f"\t\tuint64_t m_{_ident(f.name)} = 0;" for f in p.meta.fields)
         decl_em = "\n".join(
@@ -867,6 +972,12 @@ meter_exec(struct rte_swx_pipeline *p, uint32_t id, uint64_t idx, uint32_t lengt
 #define LPM32_INLINE (tr_->func == lpm32_fn && \
 	bsw_lpm32_lookup(ts_->obj, &key_, &action_id_, &ad_, &entry_id_, &hit_))
 #define LOOKUP_LPM32(id) LOOKUP_WITH(id, LPM32_INLINE)
+/* The hash and bucket prefetch of a LOOKUP_EM to come, its key in kb
+ * (bsw_em_prefetch; Gen.early_prefetches). */
+#define PREFETCH_EM(id, ks) do {{ \
+		if (p->threads[0].tables[id].func == em_##ks) \
+			bsw_em_prefetch(p->table_state[id].obj, kb, ks); \
+	}} while (0)
 
 /* 0 if the pipeline is the one this code was generated for. */
 int

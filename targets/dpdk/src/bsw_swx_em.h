@@ -114,4 +114,14 @@ bsw_em_lookup(const void *table, uint8_t *const *key, uint64_t *action_id, uint8
 	return 1;
 }
 
+/* The first step of that lookup alone: the key's hash and a prefetch of its
+ * bucket, for a caller with other work to do before it looks the key up. */
+static inline __attribute__((always_inline)) void
+bsw_em_prefetch(const void *table, const uint8_t *key, uint32_t key_size)
+{
+	const struct bsw_em_table *t = table;
+
+	__builtin_prefetch(&t->buckets[bsw_em_hash(&key[t->params.key_offset], key_size) & (t->n_buckets - 1)]);
+}
+
 #endif
