@@ -263,12 +263,14 @@ def test_the_frame_prelude_is_made_in_place_only_where_it_is_extracted_first(sta
         assert "h_frame = ptr; ptr += 4;" in code
 
 
+EIGHT = "".join(f"\tmov m.y {n}\n" for n in range(8))
+
+
 def _prefetch_spec(between: str, size: int = 0x10000, before: str = "") -> str:
     """A program that runs `before`, writes its key field m.x, runs
     `between` (eight metadata moves by default) and looks m.x up in `big`
     (of `size` entries) unless h is invalid; `small`, of 256 entries, has
     an action that writes m.x."""
-    filler = "".join(f"\tmov m.y {n}\n" for n in range(8))
     return ("""
 struct h_t {
 \tbit<16> a
@@ -291,7 +293,7 @@ action w args none {
         + _table("big2", ["m.y exact"]).replace("size 0x100", "size 0x10000")
         + _table("small", ["m.y exact"]).replace("\t\ta\n", "\t\ta\n\t\tw\n")
         + "apply {\n\trx m.port\n\textract h.h\n" + before + "\tmov m.x h.h.a\n"
-        + (between or filler) + "\tjmpnv LABEL_END h.h\n\ttable big\nLABEL_END :\ttx m.port\n}\n")
+        + (between or EIGHT) + "\tjmpnv LABEL_END h.h\n\ttable big\nLABEL_END :\ttx m.port\n}\n")
 
 
 PREFETCH = ("if ((valid & (1ULL << 0))) {", "PREFETCH_EM(0, 2);")
@@ -304,9 +306,6 @@ def _prefetched_after(code: str) -> str | None:
         if ln == PREFETCH[0] and PREFETCH[1] in lines[i + 1:i + 4]:
             return lines[i - 1]
     return None
-
-
-EIGHT = "".join(f"\tmov m.y {n}\n" for n in range(8))
 
 
 @pytest.mark.parametrize("before, between, after", [
