@@ -164,6 +164,20 @@ def _ident(s: str) -> str:
     return re.sub(r"[^A-Za-z0-9_]", "_", s)
 
 
+def _written(op: str, a: list[str]) -> str:
+    """The operand instruction op (operands a) writes: a header field, a
+    header (validate) or a metadata field; "" if it writes none."""
+    if op == "meter":
+        return a[4]
+    return a[0] if op in ALU or op in ("mov", "validate", "regrd", "rx", "entryid", "ckadd", "cksub") else ""
+
+
+def _key_span(fields: list[Field]) -> tuple[int, int]:
+    """SWX's key of these fields: the bytes from the first one's offset to
+    the end of the last one, gaps included."""
+    return min(f.offset for f in fields), max(f.offset + f.bits // 8 for f in fields)
+
+
 def _split_label(line: str) -> tuple[str, str]:
     """An instruction line's label ("" if it has none) and its instruction."""
     m = re.match(r"^(\w+)\s*:\s+(.*)$", line)
@@ -194,25 +208,29 @@ class Gen:
         self._emits: list[str] | None = None
         self.prelude = self.frame_prelude()
 
-    def meta_writes(self, ins: str) -> set[str]:
-        """The metadata fields an apply instruction may write: a table's,
-        those its actions write."""
-        tok = ins.split()
-        op, a = tok[0], tok[1:]
-        if op == "table":
-            return {f for an in self.p.tables[a[0]].actions
-                    for ln in self.p.actions[an][1] for f in self.meta_writes(_split_label(ln)[1])}
-        target = a[4] if op == "meter" else a[0] if op in ALU or op in ("mov", "regrd", "rx", "entryid") else ""
-        return {target[2:]} if target.startswith("m.") else set()
+    def _effects(self, tok: list[str], one) -> set[str]:
+        """one(op, operands) of an apply instruction; of a table, the union
+        over its actions' instructions."""
+        if tok[0] != "table":
+            return one(tok[0], tok[1:])
+        out: set[str] = set()
+        for an in self.p.tables[tok[1]].actions:
+            for ln in self.p.actions[an][1]:
+                t = _split_label(ln)[1].split()
+                out |= one(t[0], t[1:])
+        return out
 
-    def header_changes(self, ins: str) -> set[str]:
-        """The headers whose validity an apply instruction may change."""
-        tok = ins.split()
-        op, a = tok[0], tok[1:]
-        if op == "table":
-            return {h for an in self.p.tables[a[0]].actions
-                    for ln in self.p.actions[an][1] for h in self.header_changes(_split_label(ln)[1])}
-        return {a[0][2:]} if op in ("extract", "lookahead", "validate", "invalidate") else set()
+    def meta_writes(self, tok: list[str]) -> set[str]:
+        """The metadata fields an apply instruction (its tokens) may write."""
+        def one(op: str, a: list[str]) -> set[str]:
+            target = _written(op, a)
+            return {target[2:]} if target.startswith("m.") else set()
+        return self._effects(tok, one)
+
+    def header_changes(self, tok: list[str]) -> set[str]:
+        """The headers whose validity an apply instruction (its tokens) may change."""
+        return self._effects(tok, lambda op, a: {a[0][2:]} if op in ("extract", "lookahead", "validate",
+                                                                       "invalidate") else set())
 
     def early_prefetches(self) -> dict[int, list[str]]:
         """Where, by apply instruction, to store the key of a large exact
@@ -230,52 +248,53 @@ class Gen:
         validity unchanged on the way), so packets bound for another table
         do not pay for this one's hash. A hint only: a packet that passes
         the guard and still misses the lookup pays the hash."""
-        apply = [_split_label(ln) for ln in self.p.apply]
-        at = {lab: i for i, (lab, _) in enumerate(apply) if lab}
+        labels = [_split_label(ln)[0] for ln in self.p.apply]
+        toks = [_split_label(ln)[1].split() for ln in self.p.apply]
+        at = {lab: i for i, lab in enumerate(labels) if lab}
         jumps: dict[str, list[int]] = {}
-        for i, (_, ins) in enumerate(apply):
-            tok = ins.split()
+        for i, tok in enumerate(toks):
             if tok[0].startswith("jmp"):
                 jumps.setdefault(tok[1], []).append(i)
         out: dict[int, list[str]] = {}
 
-        def big(ins: str) -> bool:
-            tok = ins.split()
-            return tok[0] == "table" and self.p.tables[tok[1]].exact and self.p.tables[tok[1]].size >= PREFETCH_MIN_ENTRIES
-
-        for p_i, (_, ins) in enumerate(apply):
-            tok = ins.split()
+        def big(tok: list[str]) -> bool:
+            """A lookup of a large exact table."""
             if tok[0] != "table":
+                return False
+            t = self.p.tables[tok[1]]
+            return t.exact and t.size >= PREFETCH_MIN_ENTRIES
+
+        for p_i, tok in enumerate(toks):
+            if not big(tok):
                 continue
             t = self.p.tables[tok[1]]
-            if not (t.exact and t.size >= PREFETCH_MIN_ENTRIES and t.keys and all(k.startswith("m.") for k in t.keys)):
+            if not t.keys or not all(k.startswith("m.") for k in t.keys):
                 continue
             fields = [self.p.meta.field(k[2:]) for k in t.keys]
-            lo = min(f.offset for f in fields)
-            hi = max(f.offset + f.bits // 8 for f in fields)
+            lo, hi = _key_span(fields)
             if hi - lo > EM_KEY_SIZE_MAX:
                 continue
             in_key = {f.name for f in self.p.meta.fields if f.offset < hi and f.offset + f.bits // 8 > lo}
             q = p_i
-            while q > 0 and not self.meta_writes(apply[q - 1][1]) & in_key:
+            while q > 0 and not self.meta_writes(toks[q - 1]) & in_key:
                 q -= 1
-            while q < p_i and any(not q <= j < p_i for i in range(q + 1, p_i) for j in jumps.get(apply[i][0], [])):
+            while q < p_i and any(not q <= j < p_i for i in range(q + 1, p_i) for j in jumps.get(labels[i], [])):
                 q += 1
             # which instructions of the stretch lead to the lookup (p4c's jumps go forward)
             leads = [False] * (p_i - q)
             for i in range(p_i - 1, q - 1, -1):
-                op, a = apply[i][1].split()[0], apply[i][1].split()[1:]
+                op, a = toks[i][0], toks[i][1:]
                 nxt = [] if op in ("jmp", "tx", "drop") else [i + 1]
                 if op.startswith("jmp"):
                     nxt.append(at[a[0]])
                 leads[i - q] = any(n == p_i or (i < n < p_i and leads[n - q]) for n in nxt)
             # another large table on the way: this one's lookup likely waits on its result
-            if p_i - q < PREFETCH_MIN_LEAD or any(big(apply[i][1]) and leads[i - q] for i in range(q, p_i)):
+            if p_i - q < PREFETCH_MIN_LEAD or any(big(toks[i]) and leads[i - q] for i in range(q, p_i)):
                 continue
-            changed = {h for i in range(q, p_i) for h in self.header_changes(apply[i][1])}
+            changed = {h for i in range(q, p_i) for h in self.header_changes(toks[i])}
             guard = []
             for i in range(q, p_i):
-                op, a = apply[i][1].split()[0], apply[i][1].split()[1:]
+                op, a = toks[i][0], toks[i][1:]
                 if op in ("jmpv", "jmpnv") and not q <= at.get(a[0], -1) <= p_i and a[1][2:] not in changed:
                     guard.append(f"{'' if op == 'jmpnv' else '!'}(valid & (1ULL << {self.hid[a[1][2:]]}))")
             if not guard:
@@ -365,10 +384,8 @@ class Gen:
         tok = line.split()
         op, a = tok[0], tok[1:]
         c: list[str] = [f"{label_prefix}{lab}: ;"] if lab else []
-        target, wrote = (a[4] if op == "meter" else a[0] if a else ""), ""
-        if op in ALU or op in ("mov", "validate", "regrd", "rx", "entryid", "ckadd", "cksub", "meter"):
-            if target.startswith("h."):
-                wrote = target[2:].split(".")[0]
+        target = _written(op, a)
+        wrote = target[2:].split(".")[0] if target.startswith("h.") else ""
         cmp = {"jmpeq": "==", "jmpneq": "!=", "jmpgt": ">", "jmplt": "<"}
         if op == "mov":
             c.append(self.write(a[0], self.read(a[1])))
@@ -502,8 +519,7 @@ class Gen:
         1), each assembled in a register from the metadata fields it covers:
         a load of one store is forwarded, one over several narrower stores
         waits for them to reach the cache."""
-        lo = min(f.offset for f in keys)
-        hi = max(f.offset + f.bits // 8 for f in keys)
+        lo, hi = _key_span(keys)
         pieces, at = [], lo
         while at + 8 <= hi:
             pieces.append((at, 8))
@@ -541,8 +557,8 @@ class Gen:
             c.append(f"keyp = h_{_ident(hs.pop())};")
         elif t.keys:
             raise StraightError(f"table {name}: key from headers and metadata")
-        # SWX's key: the bytes from the first key field to the end of the last
-        ks = max(f.offset + f.bits // 8 for f in fields) - min(f.offset for f in fields) if fields else 0
+        lo, hi = _key_span(fields) if fields else (0, 0)
+        ks = hi - lo
         if t.exact and 0 < ks <= EM_KEY_SIZE_MAX:
             self.em_sizes.add(ks)
             may_index = len(t.keys) == 1 and t.keys[0].startswith("m.") and ks in (1, 2, 4)
