@@ -337,3 +337,15 @@ def test_a_large_exact_tables_bucket_is_prefetched_where_its_key_is_final(before
 
 def test_small_tables_are_not_prefetched_early():
     assert _prefetched_after(generate(_prefetch_spec("", size=0x400))) is None
+
+
+@pytest.mark.parametrize("size, lookup", [(0x4000, "LOOKUP_EM_LARGE(0, 2);"), (0x3FFF, "LOOKUP_EM_INDEX(0, 2);")])
+def test_large_exact_tables_may_be_line_tables(size, lookup):
+    """A table of 16,384 entries or more may be a line table
+    (bsw_table_line_em.c), whose bucket is then looked up inline
+    (line_em_fn, from the worker) before the em check; a smaller one never
+    is (this one, on one 2-byte field, may be an index table instead; a
+    large one never is that, at most 4096 entries)."""
+    code = generate(_prefetch_spec("", size=size))
+    assert lookup in code
+    assert "line_em_fn = env->line_em_lookup;" in code

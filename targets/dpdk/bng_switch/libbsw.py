@@ -181,6 +181,7 @@ class Library:
         self.lib.bsw_n_worker_lcores.restype = ctypes.c_uint32
         self.lib.bsw_flow_hash.restype = ctypes.c_uint32
         self.lib.bsw_distributors_stop.restype = None
+        self.lib.bsw_table_type.restype = ctypes.c_char_p
 
     def _call(self, name: str, *args) -> int:
         status = getattr(self.lib, name)(*args)
@@ -339,6 +340,29 @@ class Pipeline:
                 return None
             raise
         return v.value
+
+    def table_entry_read(self, table_id: int, key: bytes, data_size: int) -> tuple[int, bytes, int] | None:
+        """The entry with this key as the data plane finds it: (action id,
+        action data of the table's data_size, index); None when the key is
+        not in the table (see bsw_table_entry_read)."""
+        aid, index = ctypes.c_uint64(), ctypes.c_uint64()
+        data = ctypes.create_string_buffer(max(1, data_size))
+        try:
+            self._call("bsw_table_entry_read", self.handle, table_id, key, ctypes.byref(aid), data,
+                       ctypes.byref(index))
+        except BswError as e:
+            if e.errno == errno.ENOENT:
+                return None
+            raise
+        return aid.value, data.raw[:data_size], index.value
+
+    def table_type(self, table_id: int) -> str:
+        """Which table type holds the table: "line", "index", "lpm32",
+        "exact" (DPDK's), "dpdk" (another of DPDK's) or "stub"."""
+        name = self.library.lib.bsw_table_type(self.handle, table_id)
+        if name is None:
+            raise BswError("bsw_table_type", -errno.EINVAL, f"table {table_id}: no such table")
+        return name.decode()
 
     # ---- externs ----
     def regarray_read(self, name: str, index: int) -> int:

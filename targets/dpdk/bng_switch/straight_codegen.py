@@ -10,8 +10,9 @@ The worker calls it in place of rte_swx_pipeline_run(), over the same
 pipeline's ports, tables (through their lookup functions and
 p->table_state, so the table manager's updates apply; an exact table whose
 lookup function is the switch's exact-match lookup for its key size, or
-the index table's, is looked up inline: the same lookup over the same
-object, bsw_swx_em.h and bsw_swx_index.h), register and meter arrays. A
+the index table's or the line table's, is looked up inline: the same
+lookup over the same object, bsw_swx_em.h, bsw_swx_index.h and
+bsw_swx_line_em.h), register and meter arrays. A
 large exact table's key is hashed and its bucket prefetched as soon as the
 key is final (Gen.early_prefetches), ahead of the lookup. Semantics follow
 DPDK 22.11's instructions (rte_swx_pipeline_internal.h); the generated
@@ -37,7 +38,10 @@ EM_KEY_SIZE_MAX = 32      # bsw_swx_em.h's BSW_EM_KEY_SIZE_MAX: larger keys have
 FRAME_PRELUDE = "bsw_frame_length_h"   # bsw_frame_length.c's FRAME_PRELUDE_TYPE, 4 bytes
 ALU = {"add": "+", "sub": "-", "and": "&", "or": "|", "xor": "^", "shl": "<<", "shr": ">>"}    # C operators
 C_UINT = {1: "uint8_t", 2: "uint16_t", 4: "uint32_t", 8: "uint64_t"}    # by size in bytes
-PREFETCH_MIN_ENTRIES = 0x4000   # exact tables this large have their bucket prefetched early (early_prefetches)
+# Exact tables this large have their bucket prefetched early (early_prefetches)
+# and may be line tables (bsw_internal.h's BSW_LINE_EM_MIN_KEYS: a smaller
+# line table would still be looked up, through its function, not inline).
+LARGE_TABLE_ENTRIES = 0x4000
 PREFETCH_MIN_LEAD = 8           # instructions between the prefetch and the lookup, at least
 
 
@@ -262,7 +266,7 @@ class Gen:
             if tok[0] != "table":
                 return False
             t = self.p.tables[tok[1]]
-            return t.exact and t.size >= PREFETCH_MIN_ENTRIES
+            return t.exact and t.size >= LARGE_TABLE_ENTRIES
 
         for p_i, tok in enumerate(toks):
             if not big(tok):
@@ -562,7 +566,8 @@ class Gen:
         if t.exact and 0 < ks <= EM_KEY_SIZE_MAX:
             self.em_sizes.add(ks)
             may_index = len(t.keys) == 1 and t.keys[0].startswith("m.") and ks in (1, 2, 4)
-            c.append(f"LOOKUP_EM{'_INDEX' if may_index else ''}({tid}, {ks});")
+            kind = "_LARGE" if t.size >= LARGE_TABLE_ENTRIES else "_INDEX" if may_index else ""
+            c.append(f"LOOKUP_EM{kind}({tid}, {ks});")
         elif t.lpm and fields and fields[0].bits == 32:
             c.append(f"LOOKUP_LPM32({tid});")
         else:
@@ -696,6 +701,7 @@ class Gen:
         decl_m = "\n".join(f"\t\tuint64_t m_{_ident(f.name)} = 0;" for f in p.meta.fields)
         decl_em = "\n".join(
             ["\trte_swx_table_lookup_t const index_fn = env->index_lookup;",
+             "\trte_swx_table_lookup_t const line_em_fn = env->line_em_lookup;",
              "\trte_swx_table_lookup_t const lpm32_fn = env->lpm32_lookup;"]
             + [f"\trte_swx_table_lookup_t const em_{n} = env->em_lookups ? env->em_lookups[{n}] : NULL;"
                for n in sorted(self.em_sizes)])
@@ -718,7 +724,8 @@ class Gen:
             decl_h=decl_h, decl_m=decl_m, body="\n".join("\t\t" + x for x in body),
             tx=tx, copies=copies,
             env_h=_switch_header("bsw_straight_env.h"), meter_h=_switch_header("bsw_swx_meter.h"),
-            em_h=_switch_header("bsw_swx_em.h"), index_h=_switch_header("bsw_swx_index.h"),
+            em_h=_switch_header("bsw_swx_em.h"), line_em_h=_switch_header("bsw_swx_line_em.h"),
+            index_h=_switch_header("bsw_swx_index.h"),
             lpm_h=_switch_header("bsw_swx_lpm.h"), decl_em=decl_em,
             decl_rx=decl_rx, rx=rx)
 
@@ -940,6 +947,7 @@ ck_add_hdr20(uint8_t *dst, const uint8_t *h)
 {copies}
 {meter_h}
 {em_h}
+{line_em_h}
 {index_h}
 {lpm_h}
 static __rte_always_inline uint64_t
@@ -961,6 +969,9 @@ meter_exec(struct rte_swx_pipeline *p, uint32_t id, uint64_t idx, uint32_t lengt
  * LOOKUP_EM_INDEX: one that may also be an index table (one metadata field
  * of 1, 2 or 4 bytes), whose array is then looked up inline
  * (bsw_swx_index.h; a key beyond it goes to the lookup function).
+ * LOOKUP_EM_LARGE: one large enough to be a line table, whose bucket is
+ * then looked up inline (bsw_swx_line_em.h; a key that may be in the
+ * overflow goes to the lookup function).
  * LOOKUP_LPM32: an LPM table on one 32-bit field, looked up inline
  * (bsw_swx_lpm.h) when its function is the switch's (bsw_table_lpm.c). */
 #define LOOKUP_WITH(id, inline_lookup) do {{ \
@@ -985,13 +996,19 @@ meter_exec(struct rte_swx_pipeline *p, uint32_t id, uint64_t idx, uint32_t lengt
 #define LOOKUP(id) LOOKUP_WITH(id, 0)
 #define LOOKUP_EM(id, ks) LOOKUP_WITH(id, EM_INLINE(ks))
 #define LOOKUP_EM_INDEX(id, ks) LOOKUP_WITH(id, EM_INLINE(ks) || INDEX_INLINE(ks))
+#define LINE_EM_INLINE(ks) (tr_->func == line_em_fn && \
+	bsw_lem_lookup_bucket(ts_->obj, &key_, &action_id_, &ad_, &entry_id_, &hit_, ks))
+#define LOOKUP_EM_LARGE(id, ks) LOOKUP_WITH(id, LINE_EM_INLINE(ks) || EM_INLINE(ks))
 #define LPM32_INLINE (tr_->func == lpm32_fn && \
 	bsw_lpm32_lookup(ts_->obj, &key_, &action_id_, &ad_, &entry_id_, &hit_))
 #define LOOKUP_LPM32(id) LOOKUP_WITH(id, LPM32_INLINE)
-/* The hash and bucket prefetch of a LOOKUP_EM to come, its key in kb
- * (bsw_em_prefetch; Gen.early_prefetches). */
+/* The hash and bucket prefetch of a LOOKUP_EM_LARGE to come, its key in kb
+ * (bsw_swx_line_em.h, bsw_swx_em.h; Gen.early_prefetches). */
 #define PREFETCH_EM(id, ks) do {{ \
-		if (p->threads[0].tables[id].func == em_##ks) \
+		rte_swx_table_lookup_t f_ = p->threads[0].tables[id].func; \
+		if (f_ == line_em_fn) \
+			bsw_lem_prefetch(p->table_state[id].obj, kb, ks); \
+		else if (f_ == em_##ks) \
 			bsw_em_prefetch(p->table_state[id].obj, kb, ks); \
 	}} while (0)
 

@@ -195,6 +195,18 @@ int bsw_table_commit_packed(struct bsw_pipeline *bp, const uint8_t *buf, size_t 
  * is not exact-match. Not safe against a concurrent bsw_table_commit(). */
 int bsw_table_entry_index(struct bsw_pipeline *bp, uint32_t table_id, const uint8_t *key,
 			  uint64_t *index);
+/* The entry of an exact-match table with this key, as the data plane of
+ * the first instance finds it: its action id, its action data (the
+ * table's action data size, the largest of its actions' arguments, into
+ * action_data) and its index as above; NULL skips any of them. -ENOENT
+ * when the key is not in the table. Not safe against a concurrent
+ * bsw_table_commit(). */
+int bsw_table_entry_read(struct bsw_pipeline *bp, uint32_t table_id, const uint8_t *key,
+			 uint64_t *action_id, uint8_t *action_data, uint64_t *index);
+/* The type that holds table table_id: "line" (bsw_table_line_em.c),
+ * "index" (bsw_table_index.c), "lpm32" (bsw_table_lpm.c), "exact" (DPDK's
+ * exact match), "dpdk" (another of DPDK's) or "stub"; NULL for no table. */
+const char *bsw_table_type(struct bsw_pipeline *bp, uint32_t table_id);
 
 /* Exact-match tables looked up in one step (1) or in SWX's prefetching
  * stages with a packet switch between them (0, DPDK's default); see

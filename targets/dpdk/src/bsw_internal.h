@@ -117,6 +117,7 @@ struct bsw_pipeline {
 	int workers_started;
 	int released;		/* tables handed to rte_swx_ctl (benchmark) */
 	int no_index_tables;	/* DPDK's exact type only (bsw_pipeline.c: index_tables_wanted) */
+	int no_line_em_tables;	/* no line tables either (bsw_pipeline.c: line_em_tables_wanted) */
 	uint32_t n_threads;	/* SWX threads its packets rotate over (bsw_thread_rotation.c) */
 };
 
@@ -191,5 +192,14 @@ int bsw_lpm32_eligible(struct rte_swx_pipeline *p, uint32_t table_id, uint32_t n
 extern const struct rte_swx_table_ops bsw_index_table_ops;
 int bsw_index_eligible(struct rte_swx_pipeline *p, uint32_t table_id, uint32_t n_match_fields,
 		       uint32_t size);
+/* bsw_table_line_em.c: large exact tables with whole entries in 64-byte
+ * buckets, eligible with at least BSW_LINE_EM_MIN_KEYS entries, exact
+ * fields that fill the key's span of at most BSW_EM_KEY_SIZE_MAX bytes, no
+ * hash of the table's own, and two entries (key, 2-byte tag, action data
+ * of key_size and action_data_size bytes) to a line. */
+#define BSW_LINE_EM_MIN_KEYS 0x4000
+extern const struct rte_swx_table_ops bsw_line_em_table_ops;
+int bsw_line_em_eligible(struct rte_swx_pipeline *p, uint32_t table_id, uint32_t n_match_fields,
+			 uint32_t size, uint32_t key_size, uint32_t action_data_size);
 
 #endif

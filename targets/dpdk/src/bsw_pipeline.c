@@ -225,6 +225,18 @@ index_tables_wanted(const char *spec_path)
 	return !(v && !strcmp(v, "0")) && bsw_spec_has_line(spec_path, "entryid ") == 0;
 }
 
+/* Whether large exact tables become line tables (bsw_table_line_em.c):
+ * where the index tables are wanted (their entry ids are not DPDK's
+ * either), unless BSW_LINE_EM_TABLES=0 asks for DPDK's type (to measure
+ * the difference). */
+static int
+line_em_tables_wanted(void)
+{
+	const char *v = getenv("BSW_LINE_EM_TABLES");
+
+	return !(v && !strcmp(v, "0"));
+}
+
 /* A copying pass over the generated code. */
 typedef int (*code_pass_t)(FILE *in, FILE *out);
 
@@ -597,6 +609,7 @@ bsw_pipeline_build(const char *spec_path, const char *work_dir, const char *incl
 	if (!bp)
 		return -ENOMEM;
 	bp->no_index_tables = !index_tables_wanted(spec_path);
+	bp->no_line_em_tables = bp->no_index_tables || !line_em_tables_wanted();
 	bp->n_threads = *used_mode == BSW_BUILD_COMPILED ? n_threads : RTE_SWX_PIPELINE_THREADS_MAX;
 	bp->n_instances = n_instances;
 	rte_spinlock_init(&bp->cpu_in_lock);

@@ -5,9 +5,10 @@
  * sleep when idle (0: never), the receive back-off's reset before each
  * probe while idle, and the switch's exact-match lookup function for each
  * key size (bsw_table_em_lookup.c; NULL where it has none) and the index
- * table's (bsw_table_index.c) and the LPM table's (bsw_table_lpm.c), so
- * that the run loop can tell a table it may look up inline (bsw_swx_em.h,
- * bsw_swx_index.h, bsw_swx_lpm.h); and, where the spec has the frame-length
+ * table's (bsw_table_index.c), the line table's (bsw_table_line_em.c) and
+ * the LPM table's (bsw_table_lpm.c), so that the run loop can tell a table
+ * it may look up inline (bsw_swx_em.h, bsw_swx_index.h, bsw_swx_line_em.h,
+ * bsw_swx_lpm.h); and, where the spec has the frame-length
  * prelude, each input port's receive beneath the prelude's wrapper
  * (bsw_frame_length.c), which the run loop calls itself so that it can make
  * the prelude where the program reads it, without the wrapper's call and
@@ -35,6 +36,7 @@ struct bsw_straight_env {
 	void *rx_reset_arg;
 	rte_swx_table_lookup_t const *em_lookups;	/* by key size, 0 to BSW_EM_KEY_SIZE_MAX */
 	rte_swx_table_lookup_t index_lookup;
+	rte_swx_table_lookup_t line_em_lookup;
 	rte_swx_table_lookup_t lpm32_lookup;
 	/* by input port, beneath the prelude's wrappers; NULL: no wrappers */
 	const struct bsw_port_rx *frame_rx;

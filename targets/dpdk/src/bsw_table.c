@@ -31,7 +31,7 @@
 
 static int
 table_params_init(struct rte_swx_pipeline *p, uint32_t table_id, struct bsw_table *t,
-		  int index_tables, uint32_t n_actions)
+		  int index_tables, int line_em_tables, uint32_t n_actions)
 {
 	struct rte_swx_ctl_table_info ti;
 	uint32_t first = UINT32_MAX, end = 0, n_exact = 0, i, max_data = 0;
@@ -105,6 +105,10 @@ table_params_init(struct rte_swx_pipeline *p, uint32_t table_id, struct bsw_tabl
 		else if (index_tables && t->is_exact &&
 			 bsw_index_eligible(p, table_id, ti.n_match_fields, ti.size))
 			own = &bsw_index_table_ops;
+		else if (line_em_tables && t->is_exact &&
+			 bsw_line_em_eligible(p, table_id, ti.n_match_fields, ti.size,
+					      (end - first) / 8, max_data))
+			own = &bsw_line_em_table_ops;
 		if (own) {
 			t->is_own = 1;
 			t->pipeline_ops = t->ops;
@@ -278,7 +282,7 @@ bsw_tables_init(struct bsw_pipeline *bp)
 		return -ENOMEM;
 	for (i = 0; i < pi.n_tables; i++) {
 		status = table_params_init(p0, i, &bp->tables[i], !bp->no_index_tables,
-					   pi.n_actions);
+					   !bp->no_line_em_tables, pi.n_actions);
 		if (status) {
 			bsw_set_error("table %u: cannot read its parameters", i);
 			return status;
@@ -802,13 +806,13 @@ out:
 }
 
 int
-bsw_table_entry_index(struct bsw_pipeline *bp, uint32_t table_id, const uint8_t *key,
-		      uint64_t *index)
+bsw_table_entry_read(struct bsw_pipeline *bp, uint32_t table_id, const uint8_t *key,
+		     uint64_t *action_id, uint8_t *action_data, uint64_t *index)
 {
 	struct bsw_table *t;
-	uint8_t *buf, *kp, *action_data;
+	uint8_t *buf, *kp, *ad = NULL;
 	void *mailbox;
-	uint64_t action_id, mailbox_size;
+	uint64_t aid = 0, mailbox_size;
 	size_t entry_id = 0;
 	int hit = 0;
 
@@ -818,7 +822,7 @@ bsw_table_entry_index(struct bsw_pipeline *bp, uint32_t table_id, const uint8_t 
 	}
 	t = &bp->tables[table_id];
 	if (t->is_stub || !t->is_exact || bp->released) {
-		bsw_set_error("table %u: entry indices exist for exact-match tables only", table_id);
+		bsw_set_error("table %u: entries are read by key in exact-match tables only", table_id);
 		return -EINVAL;
 	}
 
@@ -836,8 +840,7 @@ bsw_table_entry_index(struct bsw_pipeline *bp, uint32_t table_id, const uint8_t 
 	}
 	memcpy(&buf[t->params.key_offset], key, t->params.key_size);
 	kp = buf;
-	while (!t->ops.lkp(bp->inst[0].active[table_id].obj, mailbox, &kp, &action_id,
-			   &action_data, &entry_id, &hit))
+	while (!t->ops.lkp(bp->inst[0].active[table_id].obj, mailbox, &kp, &aid, &ad, &entry_id, &hit))
 		;
 	free(buf);
 	free(mailbox);
@@ -845,6 +848,37 @@ bsw_table_entry_index(struct bsw_pipeline *bp, uint32_t table_id, const uint8_t 
 		bsw_set_error("table %u: no entry with this key", table_id);
 		return -ENOENT;
 	}
-	*index = 1 + (uint64_t)entry_id;
+	if (action_id)
+		*action_id = aid;
+	if (action_data && t->action_data_size)
+		memcpy(action_data, ad, t->action_data_size);
+	if (index)
+		*index = 1 + (uint64_t)entry_id;
 	return 0;
+}
+
+int
+bsw_table_entry_index(struct bsw_pipeline *bp, uint32_t table_id, const uint8_t *key,
+		      uint64_t *index)
+{
+	return bsw_table_entry_read(bp, table_id, key, NULL, NULL, index);
+}
+
+const char *
+bsw_table_type(struct bsw_pipeline *bp, uint32_t table_id)
+{
+	const struct bsw_table *t;
+
+	if (table_id >= bp->n_tables)
+		return NULL;
+	t = &bp->tables[table_id];
+	if (t->is_stub)
+		return "stub";
+	if (t->ops.lkp == bsw_line_em_table_ops.lkp)
+		return "line";
+	if (t->ops.lkp == bsw_index_table_ops.lkp)
+		return "index";
+	if (t->ops.lkp == bsw_lpm32_table_ops.lkp)
+		return "lpm32";
+	return bsw_table_is_dpdk_em(t) ? "exact" : "dpdk";
 }

@@ -79,6 +79,7 @@ worker_main(void *arg)
 			.rx_reset = rx_backoff_reset, .rx_reset_arg = w->rx_backoff,
 			.em_lookups = bsw_table_em_lookups(),
 			.index_lookup = bsw_index_table_ops.lkp,
+			.line_em_lookup = bsw_line_em_table_ops.lkp,
 			.lpm32_lookup = bsw_lpm32_table_ops.lkp,
 			.frame_rx = w->frame_rx,
 		};
