@@ -3,13 +3,14 @@ exact tables with whole entries in 64-byte buckets) on the bng program,
 filled by the table manager.
 
 A line table hashes a key to one bucket of two (or more) slots; keys of a
-full bucket go to an overflow of DPDK's exact type, and a bit per bucket
-sends a lookup there. So besides random keys each table gets groups of
-keys with one hash (their CRC-32C differences zero: the hash is linear),
-five to a bucket, which fill their bucket and spill: the lookups that go
-on into the overflow, deletes from a bucket and from the overflow, adds
-that replace an entry where it is (bucket or overflow), and a new key that
-takes a slot a delete freed in a bucket that has spilled. Every key still
+full bucket go to its neighbour, then to an overflow of DPDK's exact type,
+and a bit per bucket sends a lookup on to each. So besides random keys
+each table gets groups of keys with one hash (their CRC-32C differences
+zero: the hash is linear), five to a bucket, which fill their bucket and
+(where a bucket has two slots) its neighbour and spill: the lookups that
+go on into the neighbour and the overflow, deletes from each, adds that
+replace an entry where it is, and a new key that takes a slot a delete
+freed in a bucket that has spilled. Every key still
 in the table must be found with its own action and data, by the
 manager's lookup (bsw_table_entry_read, through the table's lookup
 function, which is the bucket lookup the straight-line code inlines plus
@@ -115,9 +116,10 @@ def child(work: str) -> dict:
                 indices.add(got[2])
         ghosts = [k.hex() for k in absent if k not in model and p.table_entry_read(table.swx_id, k, 0)]
 
-        # more keys of one hash than the overflow's 1/4 of the table size:
-        # the batch fails and leaves the table as it was
-        flood = colliding_keys(rng, table.key_size, table.size // 4 + 8)
+        # more keys of one hash than the overflow (1/4 of the table size)
+        # and two buckets (at most 21 entries each) hold: the batch fails and
+        # leaves the table as it was
+        flood = colliding_keys(rng, table.key_size, table.size // 4 + 64)
         try:
             commit(*[("add", table, entry(k, i)) for i, k in enumerate(flood)])
             flood_error = ""

@@ -18,9 +18,12 @@
 
 /* A bucket holds n_per_bucket entries of entry_size bytes from its start:
  * the key (key_size bytes), the tag, the action data. A key whose bucket
- * is full goes to the overflow, an object of DPDK's exact type, and its
- * bucket's bit in spilled is set while any of its keys live there: a
- * lookup that misses in a bucket without that bit is a miss. */
+ * b is full goes to its neighbour b ^ 1 (the other line of the same 128
+ * bytes), and b's bit in moved is set while any of its keys live there;
+ * a key whose neighbour is full too goes to the overflow, an object of
+ * DPDK's exact type, and b's bit in spilled is set while any of its keys
+ * live there. A lookup that misses in b looks in b ^ 1 only with b's moved
+ * bit, and is a miss without its spilled bit. */
 struct bsw_lem_table {
 	uint32_t key_size;
 	uint32_t key_offset;		/* of the key in the key struct, bytes */
@@ -29,7 +32,9 @@ struct bsw_lem_table {
 	uint32_t n_per_bucket;
 	uint32_t bucket_mask;		/* buckets - 1, a power of two */
 	uint8_t *buckets;
+	uint64_t *moved;		/* one bit per bucket */
 	uint64_t *spilled;		/* one bit per bucket */
+	uint32_t *n_moved;		/* keys in the neighbour per bucket (updates only) */
 	uint32_t *n_spilled;		/* keys in the overflow per bucket (updates only) */
 	void *overflow;			/* DPDK's exact type, key at offset 0 */
 	uint64_t n_line_ids;		/* entry ids below: bucket * n_per_bucket + slot */
@@ -43,9 +48,28 @@ bsw_lem_bucket(const struct bsw_lem_table *t, const uint8_t *key, uint32_t key_s
 }
 
 static inline __attribute__((always_inline)) int
-bsw_lem_spilled(const struct bsw_lem_table *t, uint32_t b)
+bsw_lem_bit(const uint64_t *map, uint32_t b)
 {
-	return (t->spilled[b >> 6] >> (b & 63)) & 1;
+	return (map[b >> 6] >> (b & 63)) & 1;
+}
+
+/* The entry with key k in bucket b, or NULL. */
+static inline __attribute__((always_inline)) uint8_t *
+bsw_lem_scan(const struct bsw_lem_table *t, uint32_t b, const uint8_t *k, uint32_t key_size, uint32_t *slot)
+{
+	uint8_t *e = &t->buckets[(size_t)b * BSW_LEM_LINE];
+	uint32_t i;
+
+	for (i = 0; i < t->n_per_bucket; i++, e += t->entry_size) {
+		uint16_t tag;
+
+		memcpy(&tag, e + key_size, BSW_LEM_TAG_SIZE);
+		if (tag && !memcmp(e, k, key_size)) {
+			*slot = b * t->n_per_bucket + i;
+			return e;
+		}
+	}
+	return NULL;
 }
 
 /* The lookup of the key (key_size bytes at the table's key offset in
@@ -59,25 +83,25 @@ bsw_lem_lookup_bucket(const void *table, uint8_t *const *key, uint64_t *action_i
 {
 	const struct bsw_lem_table *t = table;
 	const uint8_t *k = &(*key)[t->key_offset];
+	uint32_t b, slot;
+	uint16_t tag;
 	uint8_t *e;
-	uint32_t b, i;
 
 	if (t->key_size != key_size)
 		return 0;
-	e = bsw_lem_bucket(t, k, key_size, &b);
-	for (i = 0; i < t->n_per_bucket; i++, e += t->entry_size) {
-		uint16_t tag;
-
+	bsw_lem_bucket(t, k, key_size, &b);
+	e = bsw_lem_scan(t, b, k, key_size, &slot);
+	if (!e && bsw_lem_bit(t->moved, b))
+		e = bsw_lem_scan(t, b ^ 1, k, key_size, &slot);
+	if (e) {
 		memcpy(&tag, e + key_size, BSW_LEM_TAG_SIZE);
-		if (tag && !memcmp(e, k, key_size)) {
-			*action_id = tag - 1u;
-			*action_data = e + key_size + BSW_LEM_TAG_SIZE;
-			*entry_id = (size_t)b * t->n_per_bucket + i;
-			*hit = 1;
-			return 1;
-		}
+		*action_id = tag - 1u;
+		*action_data = e + key_size + BSW_LEM_TAG_SIZE;
+		*entry_id = slot;
+		*hit = 1;
+		return 1;
 	}
-	if (bsw_lem_spilled(t, b))
+	if (bsw_lem_bit(t->spilled, b))
 		return 0;
 	*hit = 0;
 	return 1;
