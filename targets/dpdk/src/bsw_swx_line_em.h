@@ -73,10 +73,11 @@ bsw_lem_scan(const struct bsw_lem_table *t, uint32_t b, const uint8_t *k, uint32
 }
 
 /* The lookup of the key (key_size bytes at the table's key offset in
- * *key) in its bucket, as the table's lookup function does it: 1 when the
- * bucket settles it (a hit, or a miss in a bucket that never spilled), 0
- * when the key may be in the overflow (or the table's key is not key_size
- * bytes), for the caller to ask the lookup function. */
+ * *key) in its bucket and, where keys moved there, its neighbour, as the
+ * table's lookup function does it: 1 when they settle it (a hit, or a
+ * miss in a bucket that never spilled), 0 when the key may be in the
+ * overflow (or the table's key is not key_size bytes), for the caller to
+ * ask the lookup function. */
 static inline __attribute__((always_inline)) int
 bsw_lem_lookup_bucket(const void *table, uint8_t *const *key, uint64_t *action_id, uint8_t **action_data,
 		      size_t *entry_id, int *hit, uint32_t key_size)
