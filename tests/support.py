@@ -35,6 +35,23 @@ def child_main(child: Callable[[str], dict], prefix: str) -> None:
         print(json.dumps(child(work_dir)))
 
 
+def child_pipeline(work: str, name: str, program: str = "bng"):
+    """In a run_child script: the EAL up for one worker without ports, and
+    `program` built (compiled, no workers) with its pipeline map bound to
+    it. Returns (library, pipeline, pipeline map)."""
+    from bng_lab.in_process import load_program, start_eal
+    from bng_switch import switch_config
+
+    prog = load_program(program, Path(work))
+    cfg = switch_config.from_dict({"name": name, "work_dir": work, "ports": [], "workers": 1,
+                                   "mempool_mbufs": 4096})
+    lib = start_eal(cfg)
+    p = lib.pipeline_build(str(prog.spec_path), work, cfg.dpdk_include, [cfg.iospec(0)], "compiled-only")
+    pmap = prog.pipeline_map()
+    pmap.bind(p)
+    return lib, p, pmap
+
+
 def program_files(program: str) -> tuple[Path, Path]:
     """A compiled program's files, or skip the test with the reason."""
     try:

@@ -18,11 +18,10 @@ from __future__ import annotations
 
 import random
 import sys
-from pathlib import Path
 
 import pytest
 
-from tests.support import child_main, run_child
+from tests.support import child_main, child_pipeline, run_child
 
 pytestmark = pytest.mark.root
 
@@ -66,16 +65,9 @@ def xor(a: bytes, b: bytes) -> bytes:
 def child(work: str) -> dict:
     import ctypes
 
-    from bng_lab.in_process import load_program, start_eal
-    from bng_switch import libbsw, switch_config
+    from bng_switch import libbsw
 
-    prog = load_program("bng", Path(work))
-    cfg = switch_config.from_dict({"name": "em", "work_dir": work, "ports": [], "workers": 1,
-                                   "mempool_mbufs": 4096})
-    lib = start_eal(cfg)
-    p = lib.pipeline_build(str(prog.spec_path), work, cfg.dpdk_include, [cfg.iospec(0)], "compiled-only")
-    pmap = prog.pipeline_map()
-    pmap.bind(p)
+    lib, p, pmap = child_pipeline(work, "em")
     rng = random.Random(7)
 
     def compare(table, keys: list[bytes]) -> tuple[int, int, int]:

@@ -22,12 +22,11 @@ the EAL is once per process.
 from __future__ import annotations
 
 import random
-from pathlib import Path
 
 import pytest
 
 from tests.integration.test_table_em_lookup import crc32c, xor, zero_crc_differences
-from tests.support import child_main, run_child
+from tests.support import child_main, child_pipeline, run_child
 
 pytestmark = pytest.mark.root
 
@@ -50,16 +49,9 @@ def colliding_keys(rng: random.Random, key_size: int, n: int) -> list[bytes]:
 
 
 def child(work: str) -> dict:
-    from bng_lab.in_process import load_program, start_eal
-    from bng_switch import libbsw, switch_config
+    from bng_switch import libbsw
 
-    prog = load_program("bng", Path(work))
-    cfg = switch_config.from_dict({"name": "lem", "work_dir": work, "ports": [], "workers": 1,
-                                   "mempool_mbufs": 4096})
-    lib = start_eal(cfg)
-    p = lib.pipeline_build(str(prog.spec_path), work, cfg.dpdk_include, [cfg.iospec(0)], "compiled-only")
-    pmap = prog.pipeline_map()
-    pmap.bind(p)
+    _, p, pmap = child_pipeline(work, "lem")
     rng = random.Random(11)
     out: dict = {"types": {t.name: p.table_type(t.swx_id) for t in pmap.tables.values()}}
 
