@@ -7,7 +7,7 @@ apart. This benchmark takes the drift out of the comparison: it builds the
 bng pipeline twice in one process, with an environment variable the switch
 reads when it builds a pipeline set to A and then to B (BSW_SWX_GROUP_CHAIN,
 BSW_SWX_EXACT_ACCESS, BSW_SWX_EMIT, BSW_SWX_EMIT_RUN, BSW_SWX_EMIT_HANDLER,
-BSW_INDEX_TABLES, BSW_TABLE_STATS, BSW_SWX_THREADS, BSW_SWX_DIRECT_CHAIN,
+BSW_INDEX_TABLES, BSW_LINE_EM_TABLES, BSW_TABLE_STATS, BSW_SWX_THREADS, BSW_SWX_DIRECT_CHAIN,
 BSW_SWX_CHECKSUM: see
 targets/dpdk/src/bsw_pipeline.c; BSW_TABLE_EM_FAST: bsw_table_lookup.c),
 installs the same sessions in both, and measures them alternately, one
