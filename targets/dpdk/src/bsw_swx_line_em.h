@@ -40,11 +40,34 @@ struct bsw_lem_table {
 	uint64_t n_line_ids;		/* entry ids below: bucket * n_per_bucket + slot */
 };
 
+/* Entries of key_size and action_data_size bytes a bucket holds. */
+static inline __attribute__((always_inline)) uint32_t
+bsw_lem_per_bucket(uint32_t key_size, uint32_t action_data_size)
+{
+	return BSW_LEM_LINE / (key_size + BSW_LEM_TAG_SIZE + action_data_size);
+}
+
+static inline __attribute__((always_inline)) uint8_t *
+bsw_lem_line(const struct bsw_lem_table *t, uint32_t b)
+{
+	return &t->buckets[(size_t)b * BSW_LEM_LINE];
+}
+
+/* An entry's tag: its action id + 1, 0 for a free slot. */
+static inline __attribute__((always_inline)) uint16_t
+bsw_lem_tag(const uint8_t *e, uint32_t key_size)
+{
+	uint16_t tag;
+
+	memcpy(&tag, e + key_size, BSW_LEM_TAG_SIZE);
+	return tag;
+}
+
 static inline __attribute__((always_inline)) uint8_t *
 bsw_lem_bucket(const struct bsw_lem_table *t, const uint8_t *key, uint32_t key_size, uint32_t *b)
 {
 	*b = bsw_em_hash(key, key_size) & t->bucket_mask;
-	return &t->buckets[(size_t)*b * BSW_LEM_LINE];
+	return bsw_lem_line(t, *b);
 }
 
 static inline __attribute__((always_inline)) int
@@ -57,14 +80,11 @@ bsw_lem_bit(const uint64_t *map, uint32_t b)
 static inline __attribute__((always_inline)) uint8_t *
 bsw_lem_scan(const struct bsw_lem_table *t, uint32_t b, const uint8_t *k, uint32_t key_size, uint32_t *slot)
 {
-	uint8_t *e = &t->buckets[(size_t)b * BSW_LEM_LINE];
+	uint8_t *e = bsw_lem_line(t, b);
 	uint32_t i;
 
 	for (i = 0; i < t->n_per_bucket; i++, e += t->entry_size) {
-		uint16_t tag;
-
-		memcpy(&tag, e + key_size, BSW_LEM_TAG_SIZE);
-		if (tag && !memcmp(e, k, key_size)) {
+		if (bsw_lem_tag(e, key_size) && !memcmp(e, k, key_size)) {
 			*slot = b * t->n_per_bucket + i;
 			return e;
 		}
@@ -85,7 +105,6 @@ bsw_lem_lookup_bucket(const void *table, uint8_t *const *key, uint64_t *action_i
 	const struct bsw_lem_table *t = table;
 	const uint8_t *k = &(*key)[t->key_offset];
 	uint32_t b, slot;
-	uint16_t tag;
 	uint8_t *e;
 
 	if (t->key_size != key_size)
@@ -95,8 +114,7 @@ bsw_lem_lookup_bucket(const void *table, uint8_t *const *key, uint64_t *action_i
 	if (!e && bsw_lem_bit(t->moved, b))
 		e = bsw_lem_scan(t, b ^ 1, k, key_size, &slot);
 	if (e) {
-		memcpy(&tag, e + key_size, BSW_LEM_TAG_SIZE);
-		*action_id = tag - 1u;
+		*action_id = bsw_lem_tag(e, key_size) - 1u;
 		*action_data = e + key_size + BSW_LEM_TAG_SIZE;
 		*entry_id = slot;
 		*hit = 1;

@@ -108,16 +108,12 @@ bit_clear(uint64_t *map, uint32_t b)
 static uint8_t *
 slot_free(const struct bsw_lem_table *t, uint32_t b)
 {
-	uint8_t *e = &t->buckets[(size_t)b * BSW_LEM_LINE];
+	uint8_t *e = bsw_lem_line(t, b);
 	uint32_t i;
 
-	for (i = 0; i < t->n_per_bucket; i++, e += t->entry_size) {
-		uint16_t tag;
-
-		memcpy(&tag, e + t->key_size, BSW_LEM_TAG_SIZE);
-		if (!tag)
+	for (i = 0; i < t->n_per_bucket; i++, e += t->entry_size)
+		if (!bsw_lem_tag(e, t->key_size))
 			return e;
-	}
 	return NULL;
 }
 
@@ -223,7 +219,7 @@ lem_create(struct rte_swx_table_params *params, struct rte_swx_table_entry_list 
 	    params->key_size > BSW_EM_KEY_SIZE_MAX || !params->n_keys_max || params->hash_func)
 		return NULL;
 	entry_size = params->key_size + BSW_LEM_TAG_SIZE + params->action_data_size;
-	n_per = BSW_LEM_LINE / entry_size;
+	n_per = bsw_lem_per_bucket(params->key_size, params->action_data_size);
 	if (n_per < 2)
 		return NULL;
 	while ((uint64_t)n_buckets * n_per < 2ULL * params->n_keys_max)
@@ -322,7 +318,7 @@ bsw_line_em_eligible(struct rte_swx_pipeline *p, uint32_t table_id, uint32_t n_m
 	uint32_t i, bits = 0;
 
 	if (size < BSW_LINE_EM_MIN_KEYS || !key_size || key_size > BSW_EM_KEY_SIZE_MAX ||
-	    BSW_LEM_LINE / (key_size + BSW_LEM_TAG_SIZE + action_data_size) < 2 ||
+	    bsw_lem_per_bucket(key_size, action_data_size) < 2 ||
 	    rte_swx_ctl_table_info_get(p, table_id, &ti) || ti.hash_func)
 		return 0;
 	for (i = 0; i < n_match_fields; i++) {
