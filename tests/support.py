@@ -35,21 +35,33 @@ def child_main(child: Callable[[str], dict], prefix: str) -> None:
         print(json.dumps(child(work_dir)))
 
 
-def child_pipeline(work: str, name: str, program: str = "bng"):
-    """In a run_child script: the EAL up for one worker without ports, and
-    `program` built (compiled, no workers) with its pipeline map bound to
-    it. Returns (library, pipeline, pipeline map)."""
-    from bng_lab.in_process import load_program, start_eal
+def child_eal(work: str, name: str):
+    """In a run_child script: the EAL up for one worker without ports.
+    Returns (library, switch config)."""
+    from bng_lab.in_process import start_eal
     from bng_switch import switch_config
 
-    prog = load_program(program, Path(work))
     cfg = switch_config.from_dict({"name": name, "work_dir": work, "ports": [], "workers": 1,
                                    "mempool_mbufs": 4096})
-    lib = start_eal(cfg)
+    return start_eal(cfg), cfg
+
+
+def child_build(lib, cfg, work: str, program: str):
+    """`program` built on child_eal's EAL (compiled, no workers) with its
+    pipeline map bound to it. Returns (pipeline, pipeline map)."""
+    from bng_lab.in_process import load_program
+
+    prog = load_program(program, Path(work))
     p = lib.pipeline_build(str(prog.spec_path), work, cfg.dpdk_include, [cfg.iospec(0)], "compiled-only")
     pmap = prog.pipeline_map()
     pmap.bind(p)
-    return lib, p, pmap
+    return p, pmap
+
+
+def child_pipeline(work: str, name: str, program: str = "bng"):
+    """child_eal and one child_build: (library, pipeline, pipeline map)."""
+    lib, cfg = child_eal(work, name)
+    return (lib, *child_build(lib, cfg, work, program))
 
 
 def program_files(program: str) -> tuple[Path, Path]:

@@ -17,26 +17,19 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import child_main, run_child
+from tests.support import child_build, child_eal, child_main, run_child
 
 pytestmark = pytest.mark.root
 
 
 def child(work: str) -> dict:
-    from bng_lab.in_process import load_program, start_eal
-    from bng_switch import libbsw, switch_config
+    from bng_switch import libbsw
 
-    cfg = switch_config.from_dict({"name": "it", "work_dir": work, "ports": [], "workers": 1,
-                                   "mempool_mbufs": 4096})
-    lib = start_eal(cfg)
+    lib, cfg = child_eal(work, "it")
     out = {}
 
     def pipeline(program: str):
-        prog = load_program(program, Path(work))
-        p = lib.pipeline_build(str(prog.spec_path), work, cfg.dpdk_include, [cfg.iospec(0)], "compiled-only")
-        pmap = prog.pipeline_map()
-        pmap.bind(p)
-        return p, pmap
+        return child_build(lib, cfg, work, program)
 
     def table(pmap, suffix):
         return next(t for t in pmap.tables.values() if t.name.endswith(suffix))

@@ -8,11 +8,10 @@ EAL can be set up once per process, and pytest's process is shared.
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import pytest
 
-from tests.support import child_main, run_child
+from tests.support import child_main, child_pipeline, run_child
 
 pytestmark = pytest.mark.root
 
@@ -20,16 +19,9 @@ PROGRAM = "switch_test"
 
 
 def child(work: str) -> dict:
-    from bng_lab.in_process import load_program, start_eal
-    from bng_switch import libbsw, switch_config
+    from bng_switch import libbsw
 
-    prog = load_program(PROGRAM, Path(work))
-    cfg = switch_config.from_dict({"name": "tc", "work_dir": work, "ports": [], "workers": 1,
-                                   "mempool_mbufs": 4096})
-    lib = start_eal(cfg)
-    p = lib.pipeline_build(str(prog.spec_path), work, cfg.dpdk_include, [cfg.iospec(0)], "compiled-only")
-    pmap = prog.pipeline_map()
-    pmap.bind(p)
+    _, p, pmap = child_pipeline(work, "tc", PROGRAM)
     p.workers_start(200)
 
     def table(suffix):
